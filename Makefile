@@ -1,0 +1,36 @@
+# rmqsim: `make help` lists the targets. `make demo` and `make test` set up .venv themselves.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help demo test lint bench package java clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+java: ## check that Java 17+ is on the machine
+	@scripts/check_java.sh
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "rmqsim needs Python 3.10 or newer")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: java $(STAMP) ## run every strategy on the bundled sample snapshot, write ./out
+	$(VENV)/bin/rmqsim demo $(if $(OUT),--out $(OUT))
+
+test: java $(STAMP) ## run the test suite (pytest, local[2])
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff
+	$(VENV)/bin/ruff check rmqsim tests jobs bench
+
+bench: java $(STAMP) ## benchmark simulate against the Parquet I/O floor (ROWS=1000000)
+	$(PY) bench/bench_simulate.py $(if $(ROWS),--rows $(ROWS))
+
+clean: ## remove outputs and caches (keeps .venv)
+	rm -rf out bench/out bench/data .pytest_cache spark-warehouse

@@ -1,0 +1,192 @@
+"""The shape every strategy works on: many (topic, group) allocation problems at once.
+
+A batch holds G groups flattened into numpy arrays (CSR style). Group g's mqAll is
+``queue_broker[queue_offsets[g]:queue_offsets[g + 1]]`` with ``queue_id`` alongside, and its cidAll
+is ``client_ids[client_offsets[g]:client_offsets[g + 1]]``, both already in the order that
+``AllocateMessageQueueStrategy.allocate`` receives them. Strategies compute, for every caller (a
+client that calls allocate for its own share), the flat queue indices it gets, in the order the
+Java method returns them, without a Python loop over groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+# The messages of AbstractAllocateMessageQueueStrategy.check, which every strategy but CONFIG runs.
+EMPTY_CURRENT_CID = "currentCID is empty"
+EMPTY_MQ_ALL = "mqAll is null or mqAll empty"
+EMPTY_CID_ALL = "cidAll is null or cidAll empty"
+
+_I64 = np.int64
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=_I64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class GroupBatch:
+    """G allocation problems; ``params`` holds per-group strategy parameters by name."""
+
+    topics: np.ndarray
+    queue_offsets: np.ndarray
+    queue_broker: np.ndarray
+    queue_id: np.ndarray
+    client_offsets: np.ndarray
+    client_ids: np.ndarray
+    params: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.topics)
+
+    @property
+    def queue_counts(self) -> np.ndarray:
+        return np.diff(self.queue_offsets)
+
+    @property
+    def client_counts(self) -> np.ndarray:
+        return np.diff(self.client_offsets)
+
+    @property
+    def queue_group(self) -> np.ndarray:
+        """The group of every flat queue."""
+        return np.repeat(np.arange(self.n_groups, dtype=_I64), self.queue_counts)
+
+    @staticmethod
+    def from_lists(
+        topics: Sequence[str],
+        mq_alls: Sequence[Sequence[tuple[str, int]]],
+        cid_alls: Sequence[Sequence[str]],
+        params: Mapping[str, np.ndarray] | None = None,
+    ) -> GroupBatch:
+        """Build a batch from plain Python lists (tests, conformance records)."""
+        queues = [q for mq_all in mq_alls for q in mq_all]
+        return GroupBatch(
+            topics=np.array(list(topics), dtype=object),
+            queue_offsets=_offsets(np.array([len(m) for m in mq_alls], dtype=_I64)),
+            queue_broker=np.array([b for b, _ in queues], dtype=object),
+            queue_id=np.array([i for _, i in queues], dtype=_I64),
+            client_offsets=_offsets(np.array([len(c) for c in cid_alls], dtype=_I64)),
+            client_ids=np.array([c for cid_all in cid_alls for c in cid_all], dtype=object),
+            params=dict(params or {}),
+        )
+
+    @staticmethod
+    def from_routes(
+        topics: np.ndarray,
+        broker_offsets: np.ndarray,
+        broker_names: np.ndarray,
+        read_queue_nums: np.ndarray,
+        client_offsets: np.ndarray,
+        client_ids: np.ndarray,
+        params: Mapping[str, np.ndarray] | None = None,
+    ) -> GroupBatch:
+        """Expand compact routes (sorted brokers and their read queue counts) into mqAll.
+
+        A topic's mqAll is every broker's queues 0..read_queue_nums-1, brokers in Java order; the
+        route stays compact until here so that Spark never shuffles one row per queue.
+        """
+        nums = read_queue_nums.astype(_I64)
+        cumulative = _offsets(nums)
+        per_group = cumulative[broker_offsets[1:]] - cumulative[broker_offsets[:-1]]
+        queue_broker = np.repeat(broker_names, nums)
+        starts = np.repeat(cumulative[:-1], nums)
+        queue_id = np.arange(len(queue_broker), dtype=_I64) - starts
+        return GroupBatch(
+            topics=topics,
+            queue_offsets=_offsets(per_group),
+            queue_broker=queue_broker,
+            queue_id=queue_id,
+            client_offsets=client_offsets.astype(_I64),
+            client_ids=client_ids,
+            params=dict(params or {}),
+        )
+
+
+@dataclass(frozen=True)
+class Callers:
+    """The clients that call allocate: their group, flat client index and index in cidAll.
+
+    ``index`` is ``cidAll.indexOf(currentCID)``: the first occurrence, so duplicate client ids share
+    the first copy's share (and -1 for a caller that is not in cidAll, which gets nothing).
+    """
+
+    group: np.ndarray
+    client: np.ndarray
+    index: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.group)
+
+    def take(self, mask: np.ndarray) -> Callers:
+        return Callers(self.group[mask], self.client[mask], self.index[mask])
+
+
+def distinct_callers(batch: GroupBatch) -> Callers:
+    """One caller per distinct client id of every group, at its first occurrence in cidAll."""
+    n = len(batch.client_ids)
+    group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
+    if n == 0:
+        return Callers(group, np.zeros(0, _I64), np.zeros(0, _I64))
+    codes = _factorize(batch.client_ids)
+    key = group * (int(codes.max()) + 1) + codes
+    _, first = np.unique(key, return_index=True)
+    first = np.sort(first).astype(_I64)
+    return Callers(group[first], first, first - batch.client_offsets[group[first]])
+
+
+def _factorize(values: np.ndarray) -> np.ndarray:
+    codes, _ = pd.factorize(values)  # hash-based: O(n), None gets -1
+    return codes.astype(_I64) + 1
+
+
+def duplicate_client_counts(batch: GroupBatch, callers: Callers) -> np.ndarray:
+    """Per group, how many cidAll entries repeat an earlier client id."""
+    distinct = np.bincount(callers.group, minlength=batch.n_groups)
+    return batch.client_counts - distinct
+
+
+def group_errors(batch: GroupBatch) -> np.ndarray:
+    """The IllegalArgumentException message every caller of a group gets, or None."""
+    errors = np.full(batch.n_groups, None, dtype=object)
+    errors[batch.client_counts == 0] = EMPTY_CID_ALL
+    errors[batch.queue_counts == 0] = EMPTY_MQ_ALL  # checked before cidAll in Java
+    return errors
+
+
+def caller_errors(batch: GroupBatch, callers: Callers) -> np.ndarray:
+    """check()'s message for each caller, in Java's order: currentCID, then mqAll, then cidAll."""
+    errors = group_errors(batch)[callers.group]
+    empty_cid = np.array([c is None or c == "" for c in batch.client_ids[callers.client]]) \
+        if len(callers) else np.zeros(0, dtype=bool)
+    errors[empty_cid] = EMPTY_CURRENT_CID
+    return errors
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Flat (caller, queue) pairs: caller k of a Callers set owns flat queue q, in returned order."""
+
+    caller: np.ndarray
+    queue: np.ndarray
+
+    @staticmethod
+    def from_runs(first: np.ndarray, count: np.ndarray, step: np.ndarray | int = 1) -> Allocation:
+        """Caller k gets queues first[k], first[k] + step[k], ... (count[k] of them)."""
+        count = np.maximum(count, 0).astype(_I64)
+        total = int(count.sum())
+        caller = np.repeat(np.arange(len(count), dtype=_I64), count)
+        within = np.arange(total, dtype=_I64) - np.repeat(_offsets(count)[:-1], count)
+        steps = np.repeat(np.broadcast_to(np.asarray(step, dtype=_I64), count.shape), count)
+        return Allocation(caller, np.repeat(first.astype(_I64), count) + within * steps)
+
+    @staticmethod
+    def empty() -> Allocation:
+        return Allocation(np.zeros(0, _I64), np.zeros(0, _I64))
