@@ -31,9 +31,7 @@ def _single_call_records(name: str) -> list[dict]:
 @pytest.mark.parametrize("name", STRATEGIES)
 def test_every_record_is_covered(name: str) -> None:
     # No record may slip past both tests below without a reason.
-    uncovered = [
-        r["case_id"] for r in _all_records(name) if "assignment" not in r and "current_cid" not in r
-    ]
+    uncovered = [r["case_id"] for r in _all_records(name) if "assignment" not in r and "current_cid" not in r]
     assert uncovered == []
     assert len(_all_records(name)) >= 400
 
@@ -61,9 +59,7 @@ def test_group_records_in_one_batch(name: str) -> None:
 
     for g, r in enumerate(recs):
         assert r["strategy_name"] == name
-        expected_errors = {
-            cid: msg.split(": ", 1)[1] for cid, msg in (r.get("errors") or {}).items()
-        }
+        expected_errors = {cid: msg.split(": ", 1)[1] for cid, msg in (r.get("errors") or {}).items()}
         for cid in dict.fromkeys(r["consumers"]):
             if cid in expected_errors:
                 assert got_errors.get((g, cid)) == expected_errors[cid], r["case_id"]
@@ -77,8 +73,13 @@ def test_single_call_records(name: str) -> None:
     recs = _single_call_records(name)
     assert recs
     for r in recs:
-        call = (name, r["topic"], queues(r["queues"]) if r["queues"] is not None else None,
-                r["consumers"], r["current_cid"])
+        call = (
+            name,
+            r["topic"],
+            queues(r["queues"]) if r["queues"] is not None else None,
+            r["consumers"],
+            r["current_cid"],
+        )
         if "error" in r:
             with pytest.raises(strategies.AllocationError) as raised:
                 strategies.allocate_one(*call)

@@ -164,8 +164,11 @@ def group_errors(batch: GroupBatch) -> np.ndarray:
 def caller_errors(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """check()'s message for each caller, in Java's order: currentCID, then mqAll, then cidAll."""
     errors = group_errors(batch)[callers.group]
-    empty_cid = np.array([c is None or c == "" for c in batch.client_ids[callers.client]]) \
-        if len(callers) else np.zeros(0, dtype=bool)
+    empty_cid = (
+        np.array([c is None or c == "" for c in batch.client_ids[callers.client]])
+        if len(callers)
+        else np.zeros(0, dtype=bool)
+    )
     errors[empty_cid] = EMPTY_CURRENT_CID
     return errors
 

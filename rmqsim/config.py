@@ -1,0 +1,89 @@
+"""Typed configuration: the run's arguments and Spark profiles (flat spark.* keys from conf/spark/)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rmqsim.errors import InputError
+from rmqsim.strategies import STRATEGIES
+
+
+def conf_dir() -> Path:
+    """conf/ of this checkout, or RMQSIM_CONF_DIR (for a packaged job shipped with --files)."""
+    env = os.environ.get("RMQSIM_CONF_DIR")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "conf"
+
+
+def sample_snapshot() -> Path:
+    return conf_dir() / "sample_snapshot"
+
+
+@dataclass(frozen=True)
+class SparkProfile:
+    name: str
+    master: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_profile(name_or_path: str) -> SparkProfile:
+    """A Spark profile by name (conf/spark/NAME.yml) or path: ``master`` and ``conf`` (spark.* keys)."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = conf_dir() / "spark" / f"{name_or_path}.yml"
+    if not path.exists():
+        raise InputError("arguments", "--profile", f"no Spark profile at {path}")
+    data = yaml.safe_load(path.read_text()) or {}
+    conf = data.get("conf") or {}
+    bad = [k for k in conf if not str(k).startswith("spark.")]
+    if bad:
+        raise InputError(str(path), "conf", f"keys must be flat spark.* settings, got {bad}")
+    return SparkProfile(path.stem, data.get("master"), {str(k): str(v) for k, v in conf.items()})
+
+
+def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError("arguments", "--conf", f"expected key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_strategies(text: str) -> tuple[str, ...] | None:
+    """``configured`` (None: each group's own), ``all``, or a comma-separated list of names."""
+    if text == "configured":
+        return None
+    if text == "all":
+        return tuple(STRATEGIES)
+    names = tuple(dict.fromkeys(n.strip().upper() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise InputError(
+            "arguments",
+            "--strategies",
+            f"unknown or unavailable {unknown or text!r}; choose configured, all or from {', '.join(STRATEGIES)}",
+        )
+    return names
+
+
+@dataclass(frozen=True)
+class SimulateConfig:
+    snapshot: str
+    out: str
+    strategies: tuple[str, ...] | None = None  # None: each group's configured strategy
+    scenarios: str | None = None
+    mode: str = "overwrite"
+    partitions: int | None = None  # Python tasks of the allocation stage; default 2 per core
+
+    def describe(self) -> str:
+        strategies = "configured" if self.strategies is None else ",".join(self.strategies)
+        return (
+            f"snapshot={self.snapshot} out={self.out} strategies={strategies} "
+            f"scenarios={self.scenarios} mode={self.mode} partitions={self.partitions or 'auto'}"
+        )

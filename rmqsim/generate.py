@@ -1,0 +1,189 @@
+"""Synthetic fleets: brokers in machine rooms, topics with a skewed spread of queue counts, and
+consumer groups reading one to three topics, deterministic for a seed.
+
+Everything is drawn with numpy in bulk, so millions of queue assignments take seconds; tables are
+written with pyarrow (no Spark needed) in the snapshot layout of SPEC section 1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rmqsim import schemas
+from rmqsim.strategies import STRATEGIES
+
+CITIES = ("hz", "sh", "bj", "sz")
+QUEUES_PER_BROKER = np.array([2, 4, 8, 8, 16, 16, 16, 32, 64])
+BROKERS_PER_TOPIC = np.array([1, 2, 2, 3, 4])
+TOPICS_PER_GROUP = np.array([1, 1, 1, 1, 1, 2, 2, 2, 3, 3])
+TOPIC_WORDS = (
+    "orders",
+    "payments",
+    "inventory",
+    "user-events",
+    "logistics",
+    "notify",
+    "audit",
+    "risk",
+    "search",
+    "coupons",
+    "refunds",
+    "billing",
+    "clicks",
+    "metrics",
+)
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    seed: int = 1
+    assignments: int = 100_000  # about this many (queue, group) pairs
+    brokers: int = 8
+    rooms: int = 2
+    mean_clients: float = 8.0
+    strategies: tuple[str, ...] = ("AVG", "AVG_BY_CIRCLE")
+
+
+def room_names(n: int) -> list[str]:
+    return [f"{CITIES[i // 2 % len(CITIES)]}-{'ab'[i % 2]}{'' if i < 8 else i // 8}" for i in range(n)]
+
+
+def arrow_table(spec: schemas.TableSpec, columns: dict[str, object]) -> pa.Table:
+    fields = {f.name: f for f in spec.schema.fields}
+    arrays, names = [], []
+    for name, values in columns.items():
+        arrays.append(pa.array(values, type=_arrow_type(fields[name].dataType)))
+        names.append(name)
+    return pa.table(arrays, names=names)
+
+
+def _arrow_type(spark_type: object) -> pa.DataType:
+    return {
+        schemas.STRING: pa.string(),
+        schemas.INT: pa.int32(),
+        schemas.LONG: pa.int64(),
+        schemas.BOOLEAN: pa.bool_(),
+        schemas.DOUBLE: pa.float64(),
+    }[spark_type]
+
+
+def generate(spec: FleetSpec) -> dict[str, pa.Table]:
+    rng = np.random.default_rng(spec.seed)
+    rooms = room_names(spec.rooms)
+    n_b = spec.brokers
+    broker_names = np.array([f"broker-{i:02d}" for i in range(n_b)], dtype=object)
+    broker_room = np.array([rooms[i % len(rooms)] for i in range(n_b)], dtype=object)
+    brokers = arrow_table(
+        schemas.BROKERS,
+        {
+            "cluster": ["DefaultCluster"] * (2 * n_b),
+            "broker_name": np.repeat(broker_names, 2),
+            "broker_id": np.tile([0, 1], n_b).astype(np.int64),
+            "address": [f"10.{i % len(rooms)}.0.{2 * i + j + 1}:10911" for i in range(n_b) for j in range(2)],
+            "machine_room": np.repeat(broker_room, 2),
+            "alive": [True] * (2 * n_b),
+        },
+    )
+
+    mean_queues = BROKERS_PER_TOPIC.clip(max=n_b).mean() * QUEUES_PER_BROKER.mean()
+    mean_subs = TOPICS_PER_GROUP.mean()
+    n_groups = max(1, round(spec.assignments / (mean_queues * mean_subs)))
+    n_topics = max(3, n_groups // 2)
+
+    # Topics: each on a few distinct brokers, with a queue count per broker.
+    k = np.minimum(rng.choice(BROKERS_PER_TOPIC, n_topics), n_b)
+    tq_topic = np.repeat(np.arange(n_topics), k)
+    order = np.argsort(rng.random((n_topics, n_b)), axis=1)  # a random broker order per topic
+    tq_broker = order[tq_topic, np.arange(len(tq_topic)) - np.repeat(np.cumsum(k) - k, k)]
+    read = rng.choice(QUEUES_PER_BROKER, len(tq_topic)).astype(np.int32)
+    shrinking = rng.random(len(read)) < 0.03  # mid-shrink: writes already cut, reads not yet
+    write = np.where(shrinking, np.maximum(read // 2, 1), read).astype(np.int32)
+    perm = np.where(rng.random(len(read)) < 0.02, 4, 6).astype(np.int32)  # a few read-only
+    topic_names = np.array(
+        [f"{TOPIC_WORDS[i % len(TOPIC_WORDS)]}-{i:05d}" for i in range(n_topics)], dtype=object
+    )
+    topic_queues = arrow_table(
+        schemas.TOPIC_QUEUES,
+        {
+            "topic": topic_names[tq_topic],
+            "broker_name": broker_names[tq_broker],
+            "read_queue_nums": read,
+            "write_queue_nums": write,
+            "perm": perm,
+        },
+    )
+
+    # Groups: popular topics (Zipf-like) are read by many groups.
+    popularity = 1.0 / np.arange(1, n_topics + 1) ** 0.6
+    popularity = rng.permutation(popularity / popularity.sum())
+    subs = rng.choice(TOPICS_PER_GROUP, n_groups)
+    sub_group = np.repeat(np.arange(n_groups), subs)
+    sub_topic = rng.choice(n_topics, len(sub_group), p=popularity)
+    pairs = np.unique(sub_group * n_topics + sub_topic)  # a group reads a topic once
+    sub_group, sub_topic = pairs // n_topics, pairs % n_topics
+
+    extra = spec.mean_clients - 1
+    clients = 1 + rng.negative_binomial(2, 2 / (2 + extra), n_groups) if extra > 0 else np.ones(n_groups, int)
+    client_group = np.repeat(np.arange(n_groups), clients)
+    n_clients = len(client_group)
+    idx = np.arange(n_clients)
+    room_of_client = rng.integers(0, len(rooms), n_clients)
+    pid = rng.integers(1000, 65536, n_clients)
+    stamp = rng.integers(10**9, 10**10, n_clients)
+    client_ids = np.array(
+        [
+            f"10.{r}.{i // 250 % 250}.{i % 250 + 1}@{p}#{s}"
+            for r, i, p, s in zip(room_of_client.tolist(), idx.tolist(), pid.tolist(), stamp.tolist())
+        ],
+        dtype=object,
+    )
+    group_names = np.array(
+        [f"cg-{TOPIC_WORDS[g % len(TOPIC_WORDS)]}-{g:05d}" for g in range(n_groups)], dtype=object
+    )
+
+    # consumers: every client of a group subscribes to each of the group's topics.
+    first_client = np.cumsum(clients) - clients
+    subs_per_group = np.bincount(sub_group, minlength=n_groups)
+    rows_per_sub = clients[sub_group]
+    row_sub = np.repeat(np.arange(len(sub_group)), rows_per_sub)
+    within = np.arange(len(row_sub)) - np.repeat(np.cumsum(rows_per_sub) - rows_per_sub, rows_per_sub)
+    row_client = first_client[sub_group[row_sub]] + within
+    room_array = np.array(rooms, dtype=object)
+    consumers = arrow_table(
+        schemas.CONSUMERS,
+        {
+            "group": group_names[sub_group[row_sub]],
+            "topic": topic_names[sub_topic[row_sub]],
+            "client_id": client_ids[row_client],
+            "machine_room": room_array[room_of_client[row_client]],
+        },
+    )
+
+    has_subs = subs_per_group > 0
+    allowed = [s for s in spec.strategies if s in STRATEGIES] or ["AVG"]
+    weights = np.array([3.0] + [1.0] * (len(allowed) - 1))
+    strategy = rng.choice(np.array(allowed, dtype=object), n_groups, p=weights / weights.sum())
+    groups = arrow_table(
+        schemas.GROUPS,
+        {
+            "group": group_names[has_subs],
+            "strategy": strategy[has_subs],
+        },
+    )
+    return {"brokers": brokers, "topic_queues": topic_queues, "consumers": consumers, "groups": groups}
+
+
+def write_snapshot(tables: dict[str, pa.Table], out: str) -> dict[str, int]:
+    """Write each table as out/<table>/part-00000.parquet; returns row counts."""
+    for name, table in tables.items():
+        path = os.path.join(out, name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        pq.write_table(table, os.path.join(path, "part-00000.parquet"))
+    return {name: t.num_rows for name, t in tables.items()}

@@ -1,0 +1,98 @@
+"""Skew metrics (SPEC section 4), aggregated from one row per (group, distinct client).
+
+The allocation stage already counted each client's queues and each group's unowned and
+multi-owned queues, so nothing here touches the (much larger) assignment rows.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rmqsim import schemas
+
+RUN = ["scenario", "phase", "strategy"]
+GROUP_KEYS = [*RUN, "topic", "group"]
+
+
+def _max_over_mean(max_col: str, mean_col: str) -> Column:
+    # ANSI mode makes x / 0 an error, and a group with no queue has no meaningful ratio.
+    return F.when(F.col(mean_col) > 0, F.col(max_col) / F.col(mean_col))
+
+
+def group_metrics(client_queues: DataFrame) -> DataFrame:
+    """One row per (scenario, phase, strategy, topic, group); consumers are distinct client ids.
+
+    stddev_queues is the population standard deviation over the group's clients.
+    """
+    q = F.col("queues")
+    return (
+        client_queues.groupBy(*GROUP_KEYS)
+        .agg(
+            F.max("queue_count").alias("queue_count"),
+            F.count(F.lit(1)).alias("consumer_count"),
+            F.sum((q > 0).cast("long")).alias("active_consumers"),
+            F.min(q).alias("min_queues"),
+            F.max(q).alias("max_queues"),
+            F.avg(q).alias("mean_queues"),
+            F.stddev_pop(q).alias("stddev_queues"),
+            F.max("unassigned_queues").alias("unassigned_queues"),
+            F.max("multi_owned_queues").alias("multi_owned_queues"),
+            F.max("duplicate_client_ids").alias("duplicate_client_ids"),
+            F.max("error").alias("error"),
+        )
+        .withColumn("idle_consumers", F.col("consumer_count") - F.col("active_consumers"))
+        .withColumn("max_over_mean", _max_over_mean("max_queues", "mean_queues"))
+        .select(*schemas.GROUP_METRICS.fieldNames())
+    )
+
+
+def consumer_load(client_queues: DataFrame) -> DataFrame:
+    """One row per (scenario, phase, strategy, group, client_id): queues summed over its topics.
+
+    AVG gives the extra queue of every topic to the first-sorted clients, so a client can be the
+    busiest of every topic it reads: fleet skew that no single topic's metrics show.
+    """
+    return (
+        client_queues.groupBy(*RUN, "group", "client_id")
+        .agg(F.count(F.lit(1)).alias("topics"), F.sum("queues").alias("queues"))
+        .select(*schemas.CONSUMER_LOAD.fieldNames())
+    )
+
+
+def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> DataFrame:
+    """One row per (scenario, phase, strategy): the fleet at a glance."""
+    load = (
+        consumer_load.groupBy(*RUN)
+        .agg(
+            F.count(F.lit(1)).alias("consumers"),
+            F.max("queues").alias("fleet_max_queues"),
+            F.avg("queues").alias("fleet_mean_queues"),
+            F.sum((F.col("queues") == 0).cast("long")).alias("idle_consumers"),
+        )
+        .withColumn("fleet_max_over_mean", _max_over_mean("fleet_max_queues", "fleet_mean_queues"))
+    )
+    groups = group_metrics.groupBy(*RUN).agg(
+        F.count(F.lit(1)).alias("groups"),
+        F.sum("queue_count").alias("queues"),
+        F.max("max_over_mean").alias("worst_group_max_over_mean"),
+        F.sum("idle_consumers").alias("idle_in_a_topic"),
+        F.sum("unassigned_queues").alias("unassigned_queues"),
+        F.sum("multi_owned_queues").alias("multi_owned_queues"),
+        F.sum(F.col("error").isNotNull().cast("long")).alias("groups_with_errors"),
+    )
+    return groups.join(load, RUN, "full").select(
+        *RUN,
+        "groups",
+        "consumers",
+        "queues",
+        "fleet_max_queues",
+        "fleet_mean_queues",
+        "fleet_max_over_mean",
+        "worst_group_max_over_mean",
+        "idle_consumers",
+        "idle_in_a_topic",
+        "unassigned_queues",
+        "multi_owned_queues",
+        "groups_with_errors",
+    )

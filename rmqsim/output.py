@@ -1,0 +1,60 @@
+"""A run's output directory, published all at once.
+
+Tables are written into a staging directory beside the destination; only when every table is
+complete is the staging directory renamed into place, so a killed run leaves the previous result
+untouched. Renames are atomic on a local or POSIX-mounted file system; other URIs (hdfs://, s3a://)
+are written in place, which the log says.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from urllib.parse import urlparse
+
+from rmqsim.errors import InputError
+
+log = logging.getLogger(__name__)
+MODES = ("overwrite", "error")
+
+
+class RunOutput:
+    def __init__(self, out: str, *, mode: str = "overwrite") -> None:
+        if mode not in MODES:
+            raise InputError("arguments", "--mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
+        self.out = out.rstrip("/")
+        self.local = urlparse(self.out).scheme in ("", "file")
+        self._final = urlparse(self.out).path if self.out.startswith("file:") else self.out
+        if mode == "error" and self.local and os.path.exists(self._final):
+            raise InputError("arguments", "--out", f"{self.out} exists and --mode is error")
+        if self.local:
+            parent = os.path.dirname(os.path.abspath(self._final))
+            os.makedirs(parent, exist_ok=True)
+            self.staging = os.path.join(
+                parent, f".{os.path.basename(self._final)}.tmp-{uuid.uuid4().hex[:8]}"
+            )
+        else:
+            log.warning("%s is not a local path: tables are written in place, not atomically", out)
+            self.staging = self.out
+
+    def table(self, name: str) -> str:
+        return f"{self.staging}/{name}"
+
+    def publish(self) -> str:
+        """Move the finished run into place, replacing any previous one."""
+        if not self.local:
+            return self.out
+        old = None
+        if os.path.exists(self._final):
+            old = f"{self.staging}.old"
+            os.rename(self._final, old)
+        os.rename(self.staging, self._final)
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+        return self.out
+
+    def abandon(self) -> None:
+        if self.local:
+            shutil.rmtree(self.staging, ignore_errors=True)

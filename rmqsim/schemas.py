@@ -1,0 +1,208 @@
+"""Every table's schema, defined once: the snapshot tables read (SPEC section 1) and the outputs.
+
+Tests import these too, so a column renamed here is renamed everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+STRING = StringType()
+INT = IntegerType()
+LONG = LongType()
+DOUBLE = DoubleType()
+BOOLEAN = BooleanType()
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: DataType
+    required: bool = True
+    default: object = None  # the value an absent optional column takes
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    required: bool
+    columns: tuple[Column, ...]
+
+    @property
+    def schema(self) -> StructType:
+        return StructType([StructField(c.name, c.type, True) for c in self.columns])
+
+
+BROKERS = TableSpec(
+    "brokers",
+    True,
+    (
+        Column("cluster", STRING, required=False),
+        Column("broker_name", STRING),
+        Column("broker_id", LONG, required=False, default=0),
+        Column("address", STRING, required=False),
+        Column("machine_room", STRING, required=False),
+        Column("alive", BOOLEAN, required=False, default=True),
+    ),
+)
+
+TOPIC_QUEUES = TableSpec(
+    "topic_queues",
+    True,
+    (
+        Column("topic", STRING),
+        Column("broker_name", STRING),
+        Column("read_queue_nums", INT),
+        Column("write_queue_nums", INT),
+        Column("perm", INT),
+    ),
+)
+
+CONSUMERS = TableSpec(
+    "consumers",
+    True,
+    (
+        Column("group", STRING),
+        Column("topic", STRING),
+        Column("client_id", STRING),
+        Column("machine_room", STRING, required=False),
+    ),
+)
+
+GROUPS = TableSpec(
+    "groups",
+    False,
+    (
+        Column("group", STRING),
+        Column("strategy", STRING, required=False, default="AVG"),
+        Column("virtual_node_cnt", INT, required=False, default=10),
+        Column("consumer_idcs", ArrayType(STRING), required=False),
+        Column("inner_strategy", STRING, required=False, default="AVG"),
+        Column("message_model", STRING, required=False, default="CLUSTERING"),
+    ),
+)
+
+OFFSETS = TableSpec(
+    "offsets",
+    False,
+    (
+        Column("group", STRING),
+        Column("topic", STRING),
+        Column("broker_name", STRING),
+        Column("queue_id", INT),
+        Column("broker_offset", LONG),
+        Column("consumer_offset", LONG),
+        Column("in_tps", DOUBLE, required=False),
+    ),
+)
+
+QUEUE_CONFIG = TableSpec(
+    "queue_config",
+    False,
+    (
+        Column("group", STRING),
+        Column("client_id", STRING),
+        Column("topic", STRING),
+        Column("broker_name", STRING),
+        Column("queue_id", INT),
+    ),
+)
+
+SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONFIG)
+
+# Keys every output row carries: which scenario, which phase of it, which strategy.
+RUN_KEYS = (
+    StructField("scenario", STRING, False),
+    StructField("phase", INT, False),
+    StructField("strategy", STRING, False),
+)
+
+# One row per (scenario, phase, strategy, topic, group): the allocation stage's input.
+GROUP_ROUTES = StructType(
+    [
+        *RUN_KEYS,
+        StructField("topic", STRING, False),
+        StructField("group", STRING, False),
+        StructField("broker_names", ArrayType(STRING, False), False),  # Java order
+        StructField("read_queue_nums", ArrayType(INT, False), False),
+        StructField("client_ids", ArrayType(STRING, False), False),  # Java order, duplicates kept
+    ]
+)
+
+ASSIGNMENTS = StructType(
+    [
+        *RUN_KEYS,
+        StructField("topic", STRING, False),
+        StructField("group", STRING, False),
+        StructField("client_id", STRING, False),
+        StructField("broker_name", STRING, False),
+        StructField("queue_id", INT, False),
+    ]
+)
+
+# One row per (scenario, phase, strategy, topic, group, distinct client): what metrics aggregate.
+CLIENT_QUEUES = StructType(
+    [
+        *RUN_KEYS,
+        StructField("topic", STRING, False),
+        StructField("group", STRING, False),
+        StructField("client_id", STRING, False),
+        StructField("queues", LONG, False),
+        StructField("queue_count", LONG, False),  # the group's mqAll size, repeated per client
+        StructField("duplicate_client_ids", LONG, False),
+        StructField("unassigned_queues", LONG, False),
+        StructField("multi_owned_queues", LONG, False),
+        StructField("error", STRING, True),
+    ]
+)
+
+GROUP_METRICS = StructType(
+    [
+        *RUN_KEYS,
+        StructField("topic", STRING, False),
+        StructField("group", STRING, False),
+        StructField("queue_count", LONG, False),
+        StructField("consumer_count", LONG, False),
+        StructField("active_consumers", LONG, False),
+        StructField("idle_consumers", LONG, False),
+        StructField("min_queues", LONG, True),
+        StructField("max_queues", LONG, True),
+        StructField("mean_queues", DOUBLE, True),
+        StructField("stddev_queues", DOUBLE, True),
+        StructField("max_over_mean", DOUBLE, True),
+        StructField("unassigned_queues", LONG, False),
+        StructField("multi_owned_queues", LONG, False),
+        StructField("duplicate_client_ids", LONG, False),
+        StructField("error", STRING, True),
+    ]
+)
+
+CONSUMER_LOAD = StructType(
+    [
+        *RUN_KEYS,
+        StructField("group", STRING, False),
+        StructField("client_id", STRING, False),
+        StructField("topics", LONG, False),
+        StructField("queues", LONG, False),
+    ]
+)
+
+REJECTS = StructType(
+    [
+        StructField("source", STRING, False),
+        StructField("reason", STRING, False),
+        StructField("row", STRING, True),  # the offending row as JSON
+    ]
+)

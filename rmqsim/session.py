@@ -1,0 +1,47 @@
+"""The one place that builds the SparkSession."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def under_spark_submit() -> bool:
+    # spark-submit starts the Python driver with a gateway to its already configured JVM.
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(
+    *, app_name: str = "rmqsim", master: str | None = None, conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """local[*] unless a master comes from the CLI, the profile or spark-submit."""
+    # Workers must run this interpreter, or Arrow UDFs fail with "No module named pyarrow".
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # The progress bar (stages longer than 0.5 s) helps at a terminal and litters CI logs.
+    progress = {"spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
+    settings = {**DEFAULTS, **progress, **(conf or {})}
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not under_spark_submit() and "spark.master" not in settings:
+        builder = builder.master("local[*]")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        spark.sparkContext.setLogLevel("WARN")
+    except Exception:  # Spark Connect has no SparkContext; its server sets the level
+        pass
+    log.info("Spark %s, master %s, settings %s", spark.version, master or "default", settings)
+    return spark

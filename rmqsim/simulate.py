@@ -1,0 +1,90 @@
+"""The simulation job: snapshot in, assignments, metrics and rejects out (SPEC sections 4 and 5)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from rmqsim import allocation, metrics, routes
+from rmqsim.config import SimulateConfig
+from rmqsim.errors import InputError
+from rmqsim.output import RunOutput
+from rmqsim.snapshot import load_snapshot
+from rmqsim.validation import check_snapshot
+
+log = logging.getLogger(__name__)
+
+BASELINE = "baseline"
+PARTITIONED_BY = ("scenario", "strategy")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    out: str
+    summary: list[dict]
+
+
+def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
+    if config.partitions:
+        return config.partitions
+    try:
+        return max(2, 2 * spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect: no SparkContext
+        return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+
+
+def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[DataFrame, DataFrame]:
+    """Load and check the snapshot; returns (group routes for the allocation stage, rejects)."""
+    if config.scenarios:
+        raise InputError("arguments", "--scenarios", "scenarios are not supported by this version yet")
+    snapshot = load_snapshot(spark, config.snapshot)
+    checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
+    valid = checked.snapshot
+    topic_routes = routes.topic_routes(valid.topic_queues, brokers=valid.brokers)
+    clients = routes.client_lists(valid.consumers).transform(
+        lambda df: routes.with_strategies(df, groups=valid.groups, strategies=config.strategies)
+    )
+    group_routes = routes.group_routes(clients, routes=topic_routes, scenario=BASELINE, phase=0)
+    return group_routes, checked.rejects
+
+
+def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
+    log.info("simulate: %s", config.describe())
+    output = RunOutput(config.out, mode=config.mode)
+    group_routes, rejects = build_group_routes(spark, config)
+    staged = allocation.partition_by_group(
+        group_routes, partitions=allocation_partitions(spark, config)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    client_queues = None
+    try:
+        write = lambda df, name, *by: (
+            df.write.mode("overwrite")
+            .partitionBy(*by)
+            .parquet(  # noqa: E731
+                output.table(name)
+            )
+        )
+        write(allocation.assignments(staged), "assignments", *PARTITIONED_BY)
+        client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK)
+        write(metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
+        write(metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
+        write(rejects.coalesce(1), "rejects")
+        summary = metrics.strategy_summary(
+            spark.read.parquet(output.table("group_metrics")),
+            spark.read.parquet(output.table("consumer_load")),
+        ).coalesce(1)
+        write(summary, "summary")
+        rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
+        output.publish()
+    except BaseException:
+        output.abandon()
+        raise
+    finally:
+        staged.unpersist()
+        if client_queues is not None:
+            client_queues.unpersist()
+    log.info("simulate: wrote %s", output.out)
+    return RunResult(output.out, sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])))

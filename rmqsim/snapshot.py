@@ -1,0 +1,121 @@
+"""Loading a snapshot (SPEC section 1): one Parquet dataset per table, checked before any heavy work.
+
+Only Parquet footers are read here. A missing required table or column, or a column whose type
+cannot hold what the contract says, is an InputError naming the table and the column.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DoubleType,
+    IntegralType,
+    NumericType,
+    StringType,
+)
+
+from rmqsim import schemas
+from rmqsim.errors import InputError
+from rmqsim.schemas import Column, TableSpec
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    brokers: DataFrame
+    topic_queues: DataFrame
+    consumers: DataFrame
+    groups: DataFrame  # empty, with the contract's columns, when the snapshot has no groups table
+    offsets: DataFrame | None = None
+    queue_config: DataFrame | None = None
+
+
+def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
+    tables = {spec.name: _load_table(spark, path, spec) for spec in schemas.SNAPSHOT_TABLES}
+    groups = tables["groups"]
+    if groups is None:
+        groups = spark.createDataFrame([], schemas.GROUPS.schema)
+    return Snapshot(
+        brokers=tables["brokers"],
+        topic_queues=tables["topic_queues"],
+        consumers=tables["consumers"],
+        groups=groups,
+        offsets=tables["offsets"],
+        queue_config=tables["queue_config"],
+    )
+
+
+def _is_local(path: str) -> bool:
+    return urlparse(path).scheme in ("", "file")
+
+
+def _local(path: str) -> str:
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def _candidates(snapshot: str, table: str) -> list[str]:
+    base = snapshot.rstrip("/")
+    return [f"{base}/{table}", f"{base}/{table}.parquet"]
+
+
+def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFrame | None:
+    if _is_local(snapshot) and not os.path.isdir(_local(snapshot)):
+        raise InputError("snapshot", None, f"{snapshot} is not a directory")
+    for candidate in _candidates(snapshot, spec.name):
+        if _is_local(candidate) and not os.path.exists(_local(candidate)):
+            continue
+        try:
+            df = spark.read.parquet(candidate)
+        except AnalysisException as e:
+            if _is_local(candidate):
+                raise InputError(spec.name, None, f"cannot read {candidate} as Parquet: {e}") from None
+            continue  # a remote candidate that does not exist: try the next spelling
+        return conform(df, spec)
+    if spec.required:
+        where = " or ".join(_candidates(snapshot, spec.name))
+        raise InputError(spec.name, None, f"required table is missing: expected {where}")
+    return None
+
+
+def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
+    """Select the contract's columns in its order, cast to its types, fill absent optional ones."""
+    present = {f.name.lower(): f for f in df.schema.fields}
+    out: list[SparkColumn] = []
+    for col in spec.columns:
+        field = present.get(col.name.lower())
+        if field is None:
+            if col.required:
+                found = ", ".join(sorted(f.name for f in df.schema.fields)) or "none"
+                raise InputError(spec.name, col.name, f"required column is missing (found: {found})")
+            out.append(F.lit(col.default).cast(col.type).alias(col.name))
+            continue
+        _check_type(spec.name, col, field.dataType)
+        out.append(F.col(f"`{field.name}`").cast(col.type).alias(col.name))
+    return df.select(*out)
+
+
+def _check_type(table: str, col: Column, found: DataType) -> None:
+    if _compatible(col.type, found):
+        return
+    raise InputError(table, col.name, f"expected {col.type.simpleString()}, found {found.simpleString()}")
+
+
+def _compatible(expected: DataType, found: DataType) -> bool:
+    # Integer widths vary with the exporter (pandas writes int64); values are range-checked later.
+    if isinstance(expected, IntegralType):
+        return isinstance(found, IntegralType)
+    if isinstance(expected, DoubleType):
+        return isinstance(found, NumericType)
+    if isinstance(expected, ArrayType):
+        return isinstance(found, ArrayType) and _compatible(expected.elementType, found.elementType)
+    if isinstance(expected, StringType):
+        return isinstance(found, StringType)
+    return type(expected) is type(found)

@@ -1,0 +1,114 @@
+"""Write the bundled sample snapshot (conf/sample_snapshot): a small fleet a person can read.
+
+Three brokers in two machine rooms, a dozen topics (one mid-shrink with fewer write than read
+queues, one read-only on one broker, two retry topics), seven groups. Run it again after editing;
+the Parquet files it writes are committed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rmqsim import schemas
+from rmqsim.generate import arrow_table, write_snapshot
+
+OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent.parent / "conf" / "sample_snapshot"
+
+BROKERS = [  # broker_name, room, slave alive
+    ("broker-a", "hz-a", True),
+    ("broker-b", "hz-a", True),
+    ("broker-c", "hz-b", False),
+]
+
+# topic: {broker: (read, write, perm)}
+TOPICS = {
+    "orders": {"broker-a": (16, 16, 6), "broker-b": (16, 16, 6), "broker-c": (16, 16, 6)},
+    "payments": {"broker-a": (8, 8, 6), "broker-b": (8, 8, 6), "broker-c": (8, 8, 6)},
+    "refunds": {"broker-a": (4, 4, 6), "broker-b": (4, 4, 6)},
+    "inventory": {"broker-a": (8, 8, 6), "broker-c": (8, 8, 6)},
+    "user-events": {"broker-a": (8, 8, 6), "broker-b": (8, 8, 6), "broker-c": (8, 8, 6)},
+    "logistics": {"broker-b": (6, 6, 6), "broker-c": (6, 6, 6)},
+    "notifications": {"broker-c": (4, 4, 6)},
+    "audit": {"broker-a": (2, 2, 6), "broker-b": (2, 2, 6), "broker-c": (2, 2, 6)},
+    "risk-scores": {"broker-a": (8, 4, 6), "broker-b": (8, 4, 6)},  # shrinking: writes cut first
+    "search-index": {"broker-a": (4, 4, 6), "broker-c": (4, 4, 4)},  # read-only on broker-c
+    "coupons": {"broker-a": (4, 4, 6), "broker-b": (4, 4, 6), "broker-c": (4, 4, 6)},
+    "%RETRY%pay-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
+    "%RETRY%order-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
+}
+
+# group: (strategy or None for no groups row, topics, client ids with rooms)
+GROUPS = {
+    "pay-consumer": (
+        "AVG",
+        ["payments", "refunds", "%RETRY%pay-consumer"],
+        [(f"10.0.0.{i}@12345", "hz-a" if i <= 4 else "hz-b") for i in range(1, 9)],
+    ),
+    "order-consumer": (
+        "AVG_BY_CIRCLE",
+        ["orders", "inventory", "%RETRY%order-consumer"],
+        [(f"10.0.1.{i}@23456#8741230{i:03d}", "hz-a" if i % 2 else "hz-b") for i in range(1, 6)],
+    ),
+    "analytics": (
+        "AVG",
+        ["user-events", "orders", "audit", "logistics", "notifications", "coupons"],
+        [("10.0.2.11@31001", "hz-a"), ("10.0.2.12@31002", "hz-a"), ("10.0.2.13@31003", "hz-b")],
+    ),
+    "notify-consumer": ("AVG", ["notifications"], [(f"10.0.3.{i}@4100{i}", "hz-b") for i in range(1, 7)]),
+    "risk-engine": (
+        "AVG",
+        ["risk-scores", "payments"],
+        [(f"10.0.4.{i}@5200{i}", "hz-a" if i <= 2 else "hz-b") for i in range(1, 5)],
+    ),
+    "search-indexer": (
+        "AVG_BY_CIRCLE",
+        ["search-index"],
+        [("10.0.5.1@6100", "hz-b"), ("10.0.5.2@6101", "hz-b")],
+    ),
+    "audit-archiver": (None, ["audit", "coupons"], [("10.0.6.1@7100", "hz-a")]),
+}
+
+
+def tables() -> dict:
+    brokers = {
+        "cluster": [],
+        "broker_name": [],
+        "broker_id": [],
+        "address": [],
+        "machine_room": [],
+        "alive": [],
+    }
+    for i, (name, room, slave_alive) in enumerate(BROKERS):
+        for broker_id, alive in ((0, True), (1, slave_alive)):
+            brokers["cluster"].append("DefaultCluster")
+            brokers["broker_name"].append(name)
+            brokers["broker_id"].append(broker_id)
+            brokers["address"].append(f"10.10.{i}.{broker_id + 1}:10911")
+            brokers["machine_room"].append(room)
+            brokers["alive"].append(alive)
+    tq = {"topic": [], "broker_name": [], "read_queue_nums": [], "write_queue_nums": [], "perm": []}
+    for topic, per_broker in TOPICS.items():
+        for broker, (read, write, perm) in per_broker.items():
+            for key, value in zip(tq, (topic, broker, read, write, perm)):
+                tq[key].append(value)
+    consumers = {"group": [], "topic": [], "client_id": [], "machine_room": []}
+    groups = {"group": [], "strategy": []}
+    for group, (strategy, topics, clients) in GROUPS.items():
+        if strategy:
+            groups["group"].append(group)
+            groups["strategy"].append(strategy)
+        for topic in topics:
+            for client_id, room in clients:
+                for key, value in zip(consumers, (group, topic, client_id, room)):
+                    consumers[key].append(value)
+    return {
+        "brokers": arrow_table(schemas.BROKERS, brokers),
+        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, tq),
+        "consumers": arrow_table(schemas.CONSUMERS, consumers),
+        "groups": arrow_table(schemas.GROUPS, groups),
+    }
+
+
+if __name__ == "__main__":
+    print(write_snapshot(tables(), str(OUT)))
