@@ -1,9 +1,12 @@
-"""The allocation stage: strategies run over Arrow batches of (topic, group) rows via mapInPandas.
+"""The allocation stage: strategies run over Arrow batches of (topic, group) rows.
 
 Each input row (schemas.GROUP_ROUTES) carries one group's compact route and sorted client list.
-The functions behind mapInPandas are plain module-level functions over pandas DataFrames, so tests
-can call them without Spark. Every step inside is a numpy operation over the whole batch: no
-Python loop over groups or queues.
+Spark hands the stage whole Arrow record batches (mapInArrow): list columns arrive as offsets plus
+flat values, which is exactly the CSR layout strategies work on, and output columns are built with
+Arrow `take`, so no string becomes a Python object on the hot path. (mapInPandas would turn every
+list into a numpy array of Python strings and back; measured in bench/, that cost more than the
+allocation itself.) The functions here are plain module-level functions over pyarrow batches, so
+tests call them without Spark.
 """
 
 from __future__ import annotations
@@ -12,38 +15,38 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim import strategies as registry
 from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers
 from rmqsim.strategies.batch import duplicate_client_counts, group_errors
 
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=out[1:])
-    return out
+ASSIGNMENTS_ARROW = to_arrow_schema(schemas.ASSIGNMENTS)
+CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
 
 
-def _flatten(column: pd.Series, dtype: object) -> tuple[np.ndarray, np.ndarray]:
-    """A pandas column of arrays as (offsets, flat values)."""
-    arrays = column.to_numpy()
-    lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-    flat = np.concatenate(arrays).astype(dtype, copy=False) if lengths.sum() else np.empty(0, dtype)
-    return _offsets(lengths), flat
+def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
+    """A list column as (offsets from 0, flat values); a null list counts as empty."""
+    column = batch.column(name)
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets, pc.list_flatten(column)
 
 
-def to_batch(pdf: pd.DataFrame) -> GroupBatch:
-    broker_offsets, broker_names = _flatten(pdf["broker_names"], object)
-    _, read_queue_nums = _flatten(pdf["read_queue_nums"], np.int64)
-    client_offsets, client_ids = _flatten(pdf["client_ids"], object)
+def to_batch(batch: pa.RecordBatch) -> GroupBatch:
+    broker_offsets, broker_names = _list_column(batch, "broker_names")
+    _, read_queue_nums = _list_column(batch, "read_queue_nums")
+    client_offsets, client_ids = _list_column(batch, "client_ids")
     return GroupBatch.from_routes(
-        topics=pdf["topic"].to_numpy(dtype=object),
+        topics=batch.column("topic"),
         broker_offsets=broker_offsets,
         broker_names=broker_names,
-        read_queue_nums=read_queue_nums,
+        read_queue_nums=read_queue_nums.to_numpy(zero_copy_only=False),
         client_offsets=client_offsets,
         client_ids=client_ids,
     )
@@ -51,78 +54,105 @@ def to_batch(pdf: pd.DataFrame) -> GroupBatch:
 
 @dataclass(frozen=True)
 class Allocated:
-    """One batch allocated: the callers (distinct clients), their queues, and per-caller errors."""
+    """One strategy over the rows of a batch that run it: callers (distinct clients of those
+    rows), the queues they own, and each caller's error."""
 
+    strategy: str
     batch: GroupBatch
     callers: Callers
     allocation: Allocation
     errors: np.ndarray
 
 
-def allocate_rows(pdf: pd.DataFrame) -> Allocated:
-    """Run each row's strategy; rows of different strategies share one batch."""
-    batch = to_batch(pdf)
-    callers = distinct_callers(batch)
-    errors = np.full(len(callers), None, dtype=object)
-    parts: list[Allocation] = []
-    strategy_of_caller = pdf["strategy"].to_numpy(dtype=object)[callers.group]
-    for name in pd.unique(pdf["strategy"]):
-        picked = np.flatnonzero(strategy_of_caller == name)
-        sub, sub_errors = registry.allocate(registry.get(name), batch, callers.take(picked))
-        errors[picked] = sub_errors
-        parts.append(Allocation(picked[sub.caller], sub.queue))
-    allocation = Allocation(
-        np.concatenate([p.caller for p in parts]) if parts else np.zeros(0, np.int64),
-        np.concatenate([p.queue for p in parts]) if parts else np.zeros(0, np.int64),
-    )
-    return Allocated(batch, callers, allocation, errors)
+def rows_by_strategy(rows: pa.RecordBatch) -> dict[str, np.ndarray]:
+    """Which rows run which strategy (each row lists its strategies)."""
+    offsets, flat = _list_column(rows, "strategies")
+    row_of_entry = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets))
+    encoded = pc.dictionary_encode(flat)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    names = encoded.dictionary.to_pylist()
+    return {name: np.unique(row_of_entry[codes == i]) for i, name in enumerate(names)}
 
 
-_KEYS = ["scenario", "phase", "strategy", "topic", "group"]
+def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
+    """Every strategy a row asks for, each run once over all the rows that ask for it.
+
+    The route and client lists are expanded once per batch, whatever the number of strategies.
+    """
+    batch = to_batch(rows)
+    everyone = distinct_callers(batch)
+    out = []
+    for name, row_ids in rows_by_strategy(rows).items():
+        callers = everyone.take(np.isin(everyone.group, row_ids))
+        allocation, errors = registry.allocate(registry.get(name), batch, callers)
+        out.append(Allocated(name, batch, callers, allocation, errors))
+    return out
 
 
-def assignment_rows(pdf: pd.DataFrame) -> pd.DataFrame:
-    """One row per (client, queue) it owns: schemas.ASSIGNMENTS."""
-    a = allocate_rows(pdf)
-    group = a.callers.group[a.allocation.caller]
-    out = {k: pdf[k].to_numpy()[group] for k in _KEYS}
-    out["client_id"] = a.batch.client_ids[a.callers.client[a.allocation.caller]]
-    out["broker_name"] = a.batch.queue_broker[a.allocation.queue]
-    out["queue_id"] = a.batch.queue_id[a.allocation.queue].astype(np.int32)
-    return pd.DataFrame(out, columns=schemas.ASSIGNMENTS.fieldNames())
+def _take(column: pa.Array, indices: np.ndarray) -> pa.Array:
+    return column.take(pa.array(indices, type=pa.int64()))
 
 
-def client_queue_rows(pdf: pd.DataFrame) -> pd.DataFrame:
-    """One row per (group, distinct client) with its queue count and its group's totals:
-    schemas.CLIENT_QUEUES, which the metrics aggregate without touching assignment rows."""
-    a = allocate_rows(pdf)
-    batch, callers = a.batch, a.callers
-    n_queues = len(batch.queue_id)
-    owners = np.bincount(a.allocation.queue, minlength=n_queues)
-    queue_group = batch.queue_group
-    unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
-    multi_owned = np.bincount(queue_group, weights=owners > 1, minlength=batch.n_groups)
-    g = callers.group
-    out = {k: pdf[k].to_numpy()[g] for k in _KEYS}
-    out["client_id"] = batch.client_ids[callers.client]
-    out["queues"] = np.bincount(a.allocation.caller, minlength=len(callers)).astype(np.int64)
-    out["queue_count"] = batch.queue_counts[g].astype(np.int64)
-    out["duplicate_client_ids"] = duplicate_client_counts(batch, callers)[g].astype(np.int64)
-    out["unassigned_queues"] = unassigned[g].astype(np.int64)
-    out["multi_owned_queues"] = multi_owned[g].astype(np.int64)
-    errors = group_errors(batch)[g]
-    out["error"] = np.where(np.equal(errors, None), a.errors, errors)
-    return pd.DataFrame(out, columns=schemas.CLIENT_QUEUES.fieldNames())
+def _constant(value: str, n: int) -> pa.Array:
+    return pa.array([value], type=pa.string()).take(pa.array(np.zeros(n, dtype=np.int64)))
 
 
-def map_assignments(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    for pdf in batches:
-        yield assignment_rows(pdf)
+def _keys(rows: pa.RecordBatch, strategy: str, group: np.ndarray) -> list[pa.Array]:
+    """scenario, phase, strategy, topic, group for each output row of input row ``group``."""
+    scenario, phase = (_take(rows.column(k), group) for k in ("scenario", "phase"))
+    topic, grp = (_take(rows.column(k), group) for k in ("topic", "group"))
+    return [scenario, phase, _constant(strategy, len(group)), topic, grp]
 
 
-def map_client_queues(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    for pdf in batches:
-        yield client_queue_rows(pdf)
+def assignment_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """One row per (strategy, client, queue it owns): schemas.ASSIGNMENTS."""
+    out = []
+    for a in allocate_rows(rows):
+        group = a.callers.group[a.allocation.caller]
+        columns = _keys(rows, a.strategy, group)
+        columns.append(_take(a.batch.client_ids, a.callers.client[a.allocation.caller]))
+        columns.append(_take(a.batch.queue_broker, a.allocation.queue))
+        columns.append(pa.array(a.batch.queue_id[a.allocation.queue], type=pa.int32()))
+        out.append(pa.RecordBatch.from_arrays(columns, schema=ASSIGNMENTS_ARROW))
+    return out
+
+
+def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """One row per (strategy, group, distinct client) with its queue count and its group's
+    totals: schemas.CLIENT_QUEUES, which the metrics aggregate without touching assignment rows."""
+    out = []
+    for a in allocate_rows(rows):
+        batch, callers = a.batch, a.callers
+        owners = np.bincount(a.allocation.queue, minlength=len(batch.queue_id))
+        queue_group = batch.queue_group
+        unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
+        multi_owned = np.bincount(queue_group, weights=owners > 1, minlength=batch.n_groups)
+        g = callers.group
+        errors = group_errors(batch)[g]
+        errors = np.where(np.equal(errors, None), a.errors, errors)
+        longs = [
+            np.bincount(a.allocation.caller, minlength=len(callers)),
+            batch.queue_counts[g],
+            duplicate_client_counts(batch, callers)[g],
+            unassigned[g],
+            multi_owned[g],
+        ]
+        columns = _keys(rows, a.strategy, g)
+        columns.append(_take(batch.client_ids, callers.client))
+        columns += [pa.array(v.astype(np.int64), type=pa.int64()) for v in longs]
+        columns.append(pa.array(errors, type=pa.string()))
+        out.append(pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW))
+    return out
+
+
+def map_assignments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for rows in batches:
+        yield from assignment_batches(rows)
+
+
+def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for rows in batches:
+        yield from client_queue_batches(rows)
 
 
 def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame:
@@ -132,8 +162,8 @@ def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame
 
 
 def assignments(group_routes: DataFrame) -> DataFrame:
-    return group_routes.mapInPandas(map_assignments, schemas.ASSIGNMENTS)
+    return group_routes.mapInArrow(map_assignments, schemas.ASSIGNMENTS)
 
 
 def client_queues(group_routes: DataFrame) -> DataFrame:
-    return group_routes.mapInPandas(map_client_queues, schemas.CLIENT_QUEUES)
+    return group_routes.mapInArrow(map_client_queues, schemas.CLIENT_QUEUES)

@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
-    from rmqsim import config, report, session, simulate
+    from rmqsim import config, output, report, session, simulate
 
     cfg = config.SimulateConfig(
         snapshot=snapshot,
@@ -79,6 +79,10 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         mode=getattr(args, "mode", "overwrite"),
         partitions=getattr(args, "partitions", None),
     )
+    from rmqsim.snapshot import check_layout
+
+    check_layout(snapshot)  # fail on a wrong path before the JVM starts
+    output.RunOutput.check_mode(args.out, cfg.mode)
     profile = config.load_profile(args.profile)
     spark_conf = {**profile.conf, **config.parse_conf(args.conf)}
     spark = session.build_session(master=args.master or profile.master, conf=spark_conf)

@@ -42,7 +42,12 @@ def load_profile(name_or_path: str) -> SparkProfile:
     bad = [k for k in conf if not str(k).startswith("spark.")]
     if bad:
         raise InputError(str(path), "conf", f"keys must be flat spark.* settings, got {bad}")
-    return SparkProfile(path.stem, data.get("master"), {str(k): str(v) for k, v in conf.items()})
+    return SparkProfile(path.stem, data.get("master"), {str(k): _spark_value(v) for k, v in conf.items()})
+
+
+def _spark_value(value: object) -> str:
+    # YAML's true/false arrive as bools; Spark settings spell them in lower case.
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def parse_conf(pairs: Sequence[str]) -> dict[str, str]:
@@ -67,7 +72,8 @@ def parse_strategies(text: str) -> tuple[str, ...] | None:
         raise InputError(
             "arguments",
             "--strategies",
-            f"unknown or unavailable {unknown or text!r}; choose configured, all or from {', '.join(STRATEGIES)}",
+            f"unknown or unavailable {unknown or text!r}; "
+            f"choose configured, all or from {', '.join(STRATEGIES)}",
         )
     return names
 

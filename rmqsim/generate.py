@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql.types import ArrayType
 
 from rmqsim import schemas
 from rmqsim.strategies import STRATEGIES
@@ -64,6 +65,8 @@ def arrow_table(spec: schemas.TableSpec, columns: dict[str, object]) -> pa.Table
 
 
 def _arrow_type(spark_type: object) -> pa.DataType:
+    if isinstance(spark_type, ArrayType):
+        return pa.list_(_arrow_type(spark_type.elementType))
     return {
         schemas.STRING: pa.string(),
         schemas.INT: pa.int32(),

@@ -21,14 +21,20 @@ MODES = ("overwrite", "error")
 
 
 class RunOutput:
-    def __init__(self, out: str, *, mode: str = "overwrite") -> None:
+    @staticmethod
+    def check_mode(out: str, mode: str) -> None:
+        """--mode error refuses an existing destination; checked before any work."""
         if mode not in MODES:
             raise InputError("arguments", "--mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
+        final = urlparse(out).path if out.startswith("file:") else out
+        if mode == "error" and urlparse(out).scheme in ("", "file") and os.path.exists(final):
+            raise InputError("arguments", "--out", f"{out} exists and --mode is error")
+
+    def __init__(self, out: str, *, mode: str = "overwrite") -> None:
+        self.check_mode(out, mode)
         self.out = out.rstrip("/")
         self.local = urlparse(self.out).scheme in ("", "file")
         self._final = urlparse(self.out).path if self.out.startswith("file:") else self.out
-        if mode == "error" and self.local and os.path.exists(self._final):
-            raise InputError("arguments", "--out", f"{self.out} exists and --mode is error")
         if self.local:
             parent = os.path.dirname(os.path.abspath(self._final))
             os.makedirs(parent, exist_ok=True)

@@ -65,7 +65,7 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
 
 
 def client_lists(consumers: DataFrame) -> DataFrame:
-    """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as the broker reports them."""
+    """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as reported."""
     entry = F.struct(java_order("client_id").alias("key"), F.col("client_id"))
     return (
         consumers.groupBy("topic", "group")
@@ -77,13 +77,15 @@ def client_lists(consumers: DataFrame) -> DataFrame:
 def with_strategies(
     client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None
 ) -> DataFrame:
-    """Add a ``strategy`` column: each group's configured one (None), or one row per named strategy."""
+    """Add a ``strategies`` list: each group's configured one (None), or every named strategy."""
     if strategies is None:
         configured = groups.select("group", normalised_strategy().alias("strategy"))
-        return client_lists.join(configured, "group", "left").withColumn(
-            "strategy", F.coalesce(F.col("strategy"), F.lit("AVG"))
+        return (
+            client_lists.join(configured, "group", "left")
+            .withColumn("strategies", F.array(F.coalesce(F.col("strategy"), F.lit("AVG"))))
+            .drop("strategy")
         )
-    return client_lists.withColumn("strategy", F.explode(F.array(*[F.lit(s) for s in strategies])))
+    return client_lists.withColumn("strategies", F.array(*[F.lit(s) for s in strategies]))
 
 
 def normalised_strategy() -> Column:
@@ -95,7 +97,7 @@ def group_routes(client_lists: DataFrame, *, routes: DataFrame, scenario: str, p
     return client_lists.join(routes, "topic", "inner").select(
         F.lit(scenario).alias("scenario"),
         F.lit(phase).cast("int").alias("phase"),
-        "strategy",
+        "strategies",
         "topic",
         "group",
         "broker_names",

@@ -129,10 +129,13 @@ RUN_KEYS = (
     StructField("strategy", STRING, False),
 )
 
-# One row per (scenario, phase, strategy, topic, group): the allocation stage's input.
+# One row per (scenario, phase, topic, group): the allocation stage's input. The strategies to
+# run are a list, so a route is shipped to Python once however many strategies are compared.
 GROUP_ROUTES = StructType(
     [
-        *RUN_KEYS,
+        StructField("scenario", STRING, False),
+        StructField("phase", INT, False),
+        StructField("strategies", ArrayType(STRING, False), False),
         StructField("topic", STRING, False),
         StructField("group", STRING, False),
         StructField("broker_names", ArrayType(STRING, False), False),  # Java order

@@ -14,6 +14,9 @@ log = logging.getLogger(__name__)
 DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Partitioned writes (by scenario and strategy) keep one open file per partition instead of
+    # sorting every output row by the partition columns first; past this many it falls back to sorting.
+    "spark.sql.maxConcurrentOutputFileWriters": "32",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -51,6 +52,19 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
     return group_routes, checked.rejects
 
 
+def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
+    df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
+
+
+def _write_metrics(output: RunOutput, staged: DataFrame) -> None:
+    client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        _write(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
+        _write(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
+    finally:
+        client_queues.unpersist()
+
+
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
     output = RunOutput(config.out, mode=config.mode)
@@ -58,25 +72,22 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     staged = allocation.partition_by_group(
         group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    client_queues = None
     try:
-        write = lambda df, name, *by: (
-            df.write.mode("overwrite")
-            .partitionBy(*by)
-            .parquet(  # noqa: E731
-                output.table(name)
-            )
-        )
-        write(allocation.assignments(staged), "assignments", *PARTITIONED_BY)
-        client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK)
-        write(metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
-        write(metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
-        write(rejects.coalesce(1), "rejects")
+        staged.count()  # routes built once, before the jobs below share them
+        # Independent jobs side by side: alone, each leaves a core idle between its stages.
+        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="rmqsim-write") as pool:
+            jobs = [
+                pool.submit(_write, output, allocation.assignments(staged), "assignments", *PARTITIONED_BY),
+                pool.submit(_write_metrics, output, staged),
+                pool.submit(_write, output, rejects.coalesce(1), "rejects"),
+            ]
+            for job in jobs:
+                job.result()
         summary = metrics.strategy_summary(
             spark.read.parquet(output.table("group_metrics")),
             spark.read.parquet(output.table("consumer_load")),
         ).coalesce(1)
-        write(summary, "summary")
+        _write(output, summary, "summary")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         output.publish()
     except BaseException:
@@ -84,7 +95,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         raise
     finally:
         staged.unpersist()
-        if client_queues is not None:
-            client_queues.unpersist()
     log.info("simulate: wrote %s", output.out)
     return RunResult(output.out, sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])))

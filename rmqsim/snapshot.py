@@ -39,6 +39,7 @@ class Snapshot:
 
 
 def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
+    check_layout(path)
     tables = {spec.name: _load_table(spark, path, spec) for spec in schemas.SNAPSHOT_TABLES}
     groups = tables["groups"]
     if groups is None:
@@ -66,18 +67,39 @@ def _candidates(snapshot: str, table: str) -> list[str]:
     return [f"{base}/{table}", f"{base}/{table}.parquet"]
 
 
-def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFrame | None:
-    if _is_local(snapshot) and not os.path.isdir(_local(snapshot)):
+def check_layout(snapshot: str) -> None:
+    """Without Spark: the snapshot directory and its required tables exist (local paths only).
+
+    Lets the CLI fail in a second on a mistyped path instead of after the JVM starts.
+    """
+    if not _is_local(snapshot):
+        return
+    if not os.path.isdir(_local(snapshot)):
         raise InputError("snapshot", None, f"{snapshot} is not a directory")
+    for spec in schemas.SNAPSHOT_TABLES:
+        if spec.required and _local_table(snapshot, spec.name) is None:
+            where = " or ".join(_candidates(snapshot, spec.name))
+            raise InputError(spec.name, None, f"required table is missing: expected {where}")
+
+
+def _local_table(snapshot: str, table: str) -> str | None:
+    return next((c for c in _candidates(snapshot, table) if os.path.exists(_local(c))), None)
+
+
+def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFrame | None:
+    if _is_local(snapshot):
+        path = _local_table(snapshot, spec.name)
+        if path is None:
+            return None  # check_layout already stopped a missing required table
+        try:
+            return conform(spark.read.parquet(path), spec)
+        except AnalysisException as e:
+            raise InputError(spec.name, None, f"cannot read {path} as Parquet: {e}") from None
     for candidate in _candidates(snapshot, spec.name):
-        if _is_local(candidate) and not os.path.exists(_local(candidate)):
-            continue
         try:
             df = spark.read.parquet(candidate)
-        except AnalysisException as e:
-            if _is_local(candidate):
-                raise InputError(spec.name, None, f"cannot read {candidate} as Parquet: {e}") from None
-            continue  # a remote candidate that does not exist: try the next spelling
+        except AnalysisException:
+            continue  # not there under this spelling: try the next
         return conform(df, spec)
     if spec.required:
         where = " or ".join(_candidates(snapshot, spec.name))

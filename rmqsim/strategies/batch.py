@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # The messages of AbstractAllocateMessageQueueStrategy.check, which every strategy but CONFIG runs.
 EMPTY_CURRENT_CID = "currentCID is empty"
@@ -22,6 +24,10 @@ EMPTY_MQ_ALL = "mqAll is null or mqAll empty"
 EMPTY_CID_ALL = "cidAll is null or cidAll empty"
 
 _I64 = np.int64
+
+# Flat string columns: numpy object arrays, or Arrow arrays straight from a Spark batch (which
+# stay in Arrow memory: AVG never needs a Python string).
+Strings = np.ndarray | pa.Array
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -34,12 +40,12 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 class GroupBatch:
     """G allocation problems; ``params`` holds per-group strategy parameters by name."""
 
-    topics: np.ndarray
+    topics: Strings
     queue_offsets: np.ndarray
-    queue_broker: np.ndarray
+    queue_broker: Strings
     queue_id: np.ndarray
     client_offsets: np.ndarray
-    client_ids: np.ndarray
+    client_ids: Strings
     params: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -80,12 +86,12 @@ class GroupBatch:
 
     @staticmethod
     def from_routes(
-        topics: np.ndarray,
+        topics: Strings,
         broker_offsets: np.ndarray,
-        broker_names: np.ndarray,
+        broker_names: Strings,
         read_queue_nums: np.ndarray,
         client_offsets: np.ndarray,
-        client_ids: np.ndarray,
+        client_ids: Strings,
         params: Mapping[str, np.ndarray] | None = None,
     ) -> GroupBatch:
         """Expand compact routes (sorted brokers and their read queue counts) into mqAll.
@@ -96,7 +102,7 @@ class GroupBatch:
         nums = read_queue_nums.astype(_I64)
         cumulative = _offsets(nums)
         per_group = cumulative[broker_offsets[1:]] - cumulative[broker_offsets[:-1]]
-        queue_broker = np.repeat(broker_names, nums)
+        queue_broker = take(broker_names, np.repeat(np.arange(len(nums), dtype=_I64), nums))
         starts = np.repeat(cumulative[:-1], nums)
         queue_id = np.arange(len(queue_broker), dtype=_I64) - starts
         return GroupBatch(
@@ -142,9 +148,33 @@ def distinct_callers(batch: GroupBatch) -> Callers:
     return Callers(group[first], first, first - batch.client_offsets[group[first]])
 
 
-def _factorize(values: np.ndarray) -> np.ndarray:
+def _factorize(values: Strings) -> np.ndarray:
+    """Integer codes for strings, equal codes for equal strings (0 for null)."""
+    if isinstance(values, pa.Array):
+        indices = pc.dictionary_encode(values).indices
+        return pc.fill_null(pc.add(indices.cast(pa.int64()), 1), 0).to_numpy()
     codes, _ = pd.factorize(values)  # hash-based: O(n), None gets -1
     return codes.astype(_I64) + 1
+
+
+def blank(values: Strings) -> np.ndarray:
+    """True where a string is null or empty."""
+    if isinstance(values, pa.Array):
+        return pc.fill_null(pc.equal(pc.utf8_length(values), 0), True).to_numpy(zero_copy_only=False)
+    return pd.Series(values, dtype=object).fillna("").eq("").to_numpy()
+
+
+def take(values: Strings, indices: np.ndarray) -> Strings:
+    return (
+        values.take(pa.array(indices, type=pa.int64())) if isinstance(values, pa.Array) else values[indices]
+    )
+
+
+def as_objects(values: Strings) -> np.ndarray:
+    """Python strings, for the strategies that hash or parse names."""
+    if isinstance(values, pa.Array):
+        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    return values
 
 
 def duplicate_client_counts(batch: GroupBatch, callers: Callers) -> np.ndarray:
@@ -164,12 +194,7 @@ def group_errors(batch: GroupBatch) -> np.ndarray:
 def caller_errors(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """check()'s message for each caller, in Java's order: currentCID, then mqAll, then cidAll."""
     errors = group_errors(batch)[callers.group]
-    empty_cid = (
-        np.array([c is None or c == "" for c in batch.client_ids[callers.client]])
-        if len(callers)
-        else np.zeros(0, dtype=bool)
-    )
-    errors[empty_cid] = EMPTY_CURRENT_CID
+    errors[blank(take(batch.client_ids, callers.client))] = EMPTY_CURRENT_CID
     return errors
 
 

@@ -1,0 +1,171 @@
+"""Benchmark: `rmqsim.simulate.run` against the Parquet I/O floor of its own output.
+
+What is measured, per round, in one process and one SparkSession (local[2], the `local` profile):
+
+* simulate: wall time of ``simulate.run`` on a synthetic fleet (strategies AVG and AVG_BY_CIRCLE),
+  everything from reading the snapshot to publishing the output directory;
+* floor: wall time of a Spark job that reads the run's ``assignments`` table and writes it back as
+  Parquet elsewhere: the least any job producing that many rows with those columns must spend.
+
+The figure to track is the ratio simulate / floor, not the seconds: these 2-core machines are noisy,
+and a baseline measured in the same run, on the same data and JVM, cancels most of that noise.
+A warm-up round keeps JVM, JIT and Python worker start-up out of the figures; the order of the two
+jobs alternates between rounds so neither always profits from the other's warm caches.
+
+    .venv/bin/python bench/bench_simulate.py [--rows N] [--rounds 3] [--workdir bench/data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from rmqsim import config, generate, session, simulate
+
+MASTER = "local[2]"
+STRATEGIES = ("AVG", "AVG_BY_CIRCLE")
+Job = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Round:
+    first: str  # which job ran first in this round
+    simulate_s: float
+    floor_s: float
+    assignment_rows: int
+
+    @property
+    def ratio(self) -> float:
+        return self.simulate_s / self.floor_s
+
+
+def snapshot_dir(workdir: Path, rows: int, seed: int) -> Path:
+    return workdir / f"snapshot-rows{rows}-seed{seed}"
+
+
+def ensure_snapshot(path: Path, rows: int, seed: int) -> bool:
+    """Generate the fleet unless it exists (it is deterministic for rows and seed); True if generated.
+
+    Written beside the destination and renamed, so an interrupted generation is never reused."""
+    if path.is_dir():
+        return False
+    staging = path.with_name(path.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    generate.write_snapshot(generate.generate(generate.FleetSpec(seed=seed, assignments=rows)), str(staging))
+    staging.rename(path)
+    return True
+
+
+def timed(job: Job) -> float:
+    start = time.perf_counter()
+    job()
+    return time.perf_counter() - start
+
+
+def simulate_job(spark: SparkSession, snapshot: Path, out: Path) -> Job:
+    cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=STRATEGIES)
+    return lambda: simulate.run(spark, cfg)
+
+
+def floor_job(spark: SparkSession, source: Path, dest: Path) -> Job:
+    # Reads whichever run published last: every run of a snapshot writes the same rows.
+    return lambda: spark.read.parquet(str(source)).write.mode("overwrite").parquet(str(dest))
+
+
+def run_round(index: int, sim: Job, floor: Job, count: Callable[[], int]) -> Round:
+    if index % 2 == 0:
+        sim_s = timed(sim)
+        floor_s = timed(floor)
+    else:
+        floor_s = timed(floor)
+        sim_s = timed(sim)
+    return Round("simulate" if index % 2 == 0 else "floor", sim_s, floor_s, count())
+
+
+def summarize(rounds: Sequence[Round]) -> dict[str, float]:
+    sim = statistics.median(r.simulate_s for r in rounds)
+    floor = statistics.median(r.floor_s for r in rounds)
+    return {"simulate_s": sim, "floor_s": floor, "ratio": sim / floor}
+
+
+def format_table(rounds: Sequence[Round], median: dict[str, float], rows: int) -> str:
+    lines = [f"{'round':<8}{'first':<10}{'simulate s':>12}{'floor s':>10}{'ratio':>8}"]
+    lines += [
+        f"{i:<8}{r.first:<10}{r.simulate_s:>12.2f}{r.floor_s:>10.2f}{r.ratio:>8.2f}"
+        for i, r in enumerate(rounds, 1)
+    ]
+    lines.append(f"{'median':<18}{median['simulate_s']:>12.2f}{median['floor_s']:>10.2f}")
+    lines.append(f"ratio of medians: {median['ratio']:.2f}")
+    lines.append(f"assignment rows:  {rows}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=1_000_000, help="queue assignments per strategy")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
+    args = p.parse_args(argv)
+    if args.rows < 1 or args.rounds < 1:
+        p.error("--rows and --rounds must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    workdir: Path = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    snapshot = snapshot_dir(workdir, args.rows, args.seed)
+    # Generate before Spark starts: numpy and the JVM would otherwise compete for the 2 cores.
+    if ensure_snapshot(snapshot, args.rows, args.seed):
+        print(f"generated {snapshot}")
+
+    out, floor_out = workdir / "out", workdir / "floor"
+    spark_conf = dict(config.load_profile("local").conf)
+    spark = session.build_session(app_name="rmqsim-bench", master=MASTER, conf=spark_conf)
+    try:
+        sim = simulate_job(spark, snapshot, out)
+        floor = floor_job(spark, out / "assignments", floor_out)
+
+        def count() -> int:
+            return spark.read.parquet(str(out / "assignments")).count()
+
+        run_round(0, sim, floor, count)  # warm-up, not reported
+        rounds = [run_round(i, sim, floor, count) for i in range(args.rounds)]
+        spark_version = spark.version
+    finally:
+        spark.stop()
+
+    rows = rounds[-1].assignment_rows
+    if any(r.assignment_rows != rows for r in rounds):
+        raise SystemExit(f"assignment rows changed between rounds: {[r.assignment_rows for r in rounds]}")
+    median = summarize(rounds)
+    print(format_table(rounds, median, rows))
+    results = {
+        "rows_requested": args.rows,
+        "seed": args.seed,
+        "assignment_rows": rows,
+        "strategies": list(STRATEGIES),
+        "rounds": [{**asdict(r), "ratio": r.ratio} for r in rounds],
+        "median": median,
+        "spark": {"version": spark_version, "master": MASTER, "conf": spark_conf},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (workdir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results in {workdir / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The command line as users run it: real processes, exit codes and messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rmqsim.cli import main
+from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+
+RMQSIM = [sys.executable, "-m", "rmqsim.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    return subprocess.run([*RMQSIM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_missing_snapshot_is_exit_code_2_before_spark_starts(tmp_path) -> None:
+    done = _run("simulate", "--snapshot", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert "snapshot: " in done.stderr and "is not a directory" in done.stderr
+    assert "SparkContext" not in done.stderr
+
+
+def test_unknown_strategy_argument_is_exit_code_2(tmp_path) -> None:
+    snapshot = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+    done = _run(
+        "simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--strategies", "AVG,NOPE"
+    )
+    assert done.returncode == 2
+    assert "arguments.--strategies" in done.stderr and "NOPE" in done.stderr
+
+
+def test_wrong_column_type_is_exit_code_2_naming_table_and_column(spark, tmp_path, capsys) -> None:
+    snapshot = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+    pq.write_table(
+        pa.table({"broker_name": ["b"], "alive": ["yes"]}), f"{snapshot}/brokers/part-00000.parquet"
+    )
+    code = main(["simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--master", "local[2]"])
+    assert code == 2
+    assert "brokers.alive: expected boolean, found string" in capsys.readouterr().err
+
+
+def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
+    done = _run("demo", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("strategy") and "fleet max/mean" in line for line in lines)
+    assert {line.split()[0] for line in lines if line.startswith("AVG")} == {"AVG", "AVG_BY_CIRCLE"}
+    for table in ("assignments", "group_metrics", "consumer_load", "rejects", "summary"):
+        assert (tmp_path / "out" / table).is_dir(), table
+    assert not list(tmp_path.glob(".out.tmp-*"))  # staging renamed into place

@@ -1,0 +1,83 @@
+"""Bad rows go to rejects/ with a precise reason; every other group is still simulated, and
+rows in = rows used + rows rejected for every table."""
+
+from __future__ import annotations
+
+import json
+
+from rmqsim import simulate
+from rmqsim.config import SimulateConfig
+from rmqsim.snapshot import load_snapshot
+from rmqsim.validation import check_snapshot
+from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+
+
+def _snapshot(tmp_path) -> str:
+    return make_snapshot(
+        tmp_path / "snapshot",
+        brokers=broker_rows("b") + [{"broker_name": "", "broker_id": 0, "alive": True}],
+        topic_queues=queue_rows("t", {"b": 4})
+        + queue_rows("ghost-topic", {"ghost": 2})  # broker not in brokers
+        + [{"topic": "neg", "broker_name": "b", "read_queue_nums": -1, "write_queue_nums": 1, "perm": 6}],
+        consumers=consumer_rows("good", "t", ["a", "b"])
+        + consumer_rows("good", "t", [""])  # empty client id
+        + consumer_rows("lost", "no-such-topic", ["x"])
+        + consumer_rows("hashy", "t", ["h1", "h2"])  # configured strategy not available
+        + consumer_rows("weird", "t", ["w1"]),
+        groups=[
+            {"group": "good", "strategy": "avg_by_circle"},  # names are case-insensitive
+            {"group": "hashy", "strategy": "CONSISTENT_HASH"},
+            {"group": "weird", "strategy": "FASTEST"},
+        ],
+    )
+
+
+EXPECTED = {
+    ("brokers", "broker_name is null or empty"),
+    ("topic_queues", "broker_name 'ghost' is not in brokers"),
+    ("topic_queues", "read_queue_nums is negative"),
+    ("consumers", "client_id is null or empty"),
+    ("consumers", "topic 'no-such-topic' has no route (no topic_queues row)"),
+    ("groups", "strategy CONSISTENT_HASH is not implemented yet"),
+    ("groups", "unknown strategy 'FASTEST'"),
+    ("consumers", "group 'hashy' is not simulated: strategy CONSISTENT_HASH is not implemented yet"),
+    ("consumers", "group 'weird' is not simulated: unknown strategy 'FASTEST'"),
+}
+
+
+def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
+    out = str(tmp_path / "out")
+    simulate.run(spark, SimulateConfig(snapshot=_snapshot(tmp_path), out=out, strategies=None))
+    rejects = spark.read.parquet(f"{out}/rejects").collect()
+    assert {(r.source, r.reason) for r in rejects} == EXPECTED
+    assert len(rejects) == 10  # hashy has two clients
+    rows = {r.reason: json.loads(r.row) for r in rejects}
+    assert rows["read_queue_nums is negative"]["topic"] == "neg"
+
+    # the good group still runs, with its configured strategy, over the two valid clients
+    owned = spark.read.parquet(f"{out}/assignments").collect()
+    assert {(r.strategy, r.group, r.client_id, r.queue_id) for r in owned} == {
+        ("AVG_BY_CIRCLE", "good", "a", 0),
+        ("AVG_BY_CIRCLE", "good", "b", 1),
+        ("AVG_BY_CIRCLE", "good", "a", 2),
+        ("AVG_BY_CIRCLE", "good", "b", 3),
+    }
+
+
+def test_rows_in_equal_rows_used_plus_rows_rejected(spark, tmp_path) -> None:
+    snapshot = load_snapshot(spark, _snapshot(tmp_path))
+    checked = check_snapshot(snapshot, configured_strategies=True)
+    rejected = {r.source: r["count"] for r in checked.rejects.groupBy("source").count().collect()}
+    for table in ("brokers", "topic_queues", "consumers", "groups"):
+        rows_in = getattr(snapshot, table).count()
+        used = getattr(checked.snapshot, table).count()
+        assert rows_in == used + rejected.get(table, 0), table
+    assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 5, "groups": 2}
+
+
+def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
+    snapshot = load_snapshot(spark, _snapshot(tmp_path))
+    checked = check_snapshot(snapshot, configured_strategies=False)
+    reasons = {r.reason for r in checked.rejects.collect()}
+    assert not any("strategy" in reason for reason in reasons)
+    assert checked.snapshot.consumers.count() == 5  # good a, b; hashy h1, h2; weird w1

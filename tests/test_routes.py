@@ -1,0 +1,129 @@
+"""Route building: mqAll per topic and cidAll per (topic, group), as the real client builds them."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqsim import routes, schemas
+from rmqsim.javaorder import java_key, java_sorted
+from rmqsim.strategies import GroupBatch
+from tests.conformance import queues, records
+
+
+def _mq_all(spark, topic_queues: list[tuple], brokers: list[tuple]) -> dict[str, list[tuple[str, int]]]:
+    """Every topic's mqAll from route rows, through routes.topic_routes and the kernel's expansion."""
+    tq = spark.createDataFrame(topic_queues, schemas.TOPIC_QUEUES.schema)
+    br = spark.createDataFrame(brokers, schemas.BROKERS.schema)
+    rows = routes.topic_routes(tq, brokers=br).collect()
+    out = {}
+    for r in rows:
+        batch = GroupBatch.from_routes(
+            topics=np.array([r.topic], dtype=object),
+            broker_offsets=np.array([0, len(r.broker_names)]),
+            broker_names=np.array(r.broker_names, dtype=object),
+            read_queue_nums=np.array(r.read_queue_nums, dtype=np.int64),
+            client_offsets=np.array([0, 0]),
+            client_ids=np.empty(0, dtype=object),
+        )
+        out[r.topic] = [(b, int(i)) for b, i in zip(batch.queue_broker, batch.queue_id)]
+    return out
+
+
+def _alive(name: str, alive: bool | None = True, broker_id: int = 0) -> tuple:
+    return ("c", name, broker_id, None, None, alive)
+
+
+def test_mq_all_matches_every_route_vector(spark) -> None:
+    recs = records("mqall_from_route")
+    tq, names = [], set()
+    for r in recs:
+        for qd in r["route"]["queueDatas"]:
+            # one topic per record: several records reuse a topic name with different routes
+            tq.append((r["case_id"], qd["brokerName"], qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]))
+            names.add(qd["brokerName"])
+    got = _mq_all(spark, tq, [_alive(n) for n in sorted(names)])
+    assert len(recs) == 150
+    for r in recs:
+        assert got[r["case_id"]] == queues(r["mqAll"]), r["case_id"]
+
+
+def test_perm_bits_read_counts_and_dead_brokers(spark) -> None:
+    tq = [
+        ("t", "rw", 4, 8, 6),  # read and write: 4 read queues, whatever the write count
+        ("t", "ro", 2, 2, 4),  # read only
+        ("t", "wo", 3, 3, 2),  # write only: invisible to consumers
+        ("t", "inherit", 1, 1, 7),
+        ("t", "priority-only", 5, 5, 8),
+        ("t", "dead", 2, 2, 6),  # no instance alive: gone from the route
+        ("t", "slave-only", 2, 2, 6),  # master down, slave up: still routed
+        ("t", "null-alive", 1, 1, 6),  # null means alive
+        ("t", "shrunk", 0, 4, 6),  # read queues already at 0
+        ("t", "rw", 2, 2, 6),  # a repeated QueueData adds nothing: mqAll is a set
+    ]
+    brokers = [
+        _alive("rw"),
+        _alive("ro"),
+        _alive("wo"),
+        _alive("inherit"),
+        _alive("priority-only"),
+        _alive("dead", False),
+        _alive("dead", False, 1),
+        _alive("slave-only", False),
+        _alive("slave-only", True, 1),
+        _alive("null-alive", None),
+        _alive("shrunk"),
+    ]
+    expected = (
+        [("inherit", 0), ("null-alive", 0)]
+        + [("ro", i) for i in range(2)]
+        + [("rw", i) for i in range(4)]
+        + [("slave-only", i) for i in range(2)]
+    )
+    assert _mq_all(spark, tq, brokers) == {"t": expected}
+
+
+def test_topic_with_no_readable_queue_keeps_an_empty_route(spark) -> None:
+    got = _mq_all(spark, [("t", "wo", 3, 3, 2), ("u", "a", 1, 1, 6)], [_alive("wo"), _alive("a")])
+    assert got == {"t": [], "u": [("a", 0)]}
+
+
+def test_java_order_puts_surrogate_pairs_before_high_bmp_characters(spark) -> None:
+    # From the conformance vector G-AVG-0399: U+6D88 < U+D83D (emoji's high surrogate) < U+FF21.
+    names = ["room1-Ａ@3", "room1-😀@2", "room2-cafe@5", "room1-消费者@1", "room2-café@4"]
+    expected = ["room1-消费者@1", "room1-😀@2", "room1-Ａ@3", "room2-cafe@5", "room2-café@4"]
+    assert java_sorted(names) == expected
+    assert sorted(names) != expected  # code-point order differs here
+    consumers = spark.createDataFrame([("g", "t", n, None) for n in names], schemas.CONSUMERS.schema)
+    [row] = routes.client_lists(consumers).collect()
+    assert row.client_ids == expected
+
+
+def test_client_lists_keep_duplicate_ids(spark) -> None:
+    consumers = spark.createDataFrame(
+        [("g", "t", c, None) for c in ["b@1", "a@1", "b@1"]], schemas.CONSUMERS.schema
+    )
+    [row] = routes.client_lists(consumers).collect()
+    assert row.client_ids == ["a@1", "b@1", "b@1"]
+
+
+_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), min_codepoint=32), min_size=0, max_size=6
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_text, min_size=1, max_size=12))
+def test_spark_java_order_equals_utf16_code_unit_order(spark, names) -> None:
+    df = spark.createDataFrame([(n,) for n in names], "name string")
+    got = [r.name for r in df.orderBy(routes.java_order("name")).collect()]
+    # Java's compareTo: lexicographic over UTF-16 code units, a shorter prefix first.
+    native = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+    units = [array("H", n.encode(native)).tolist() for n in names]
+    expected = [n for _, n in sorted(zip(units, names), key=lambda p: p[0])]
+    assert got == expected
+    assert [java_key(n) for n in got] == sorted(java_key(n) for n in names)

@@ -1,0 +1,101 @@
+"""Snapshot loading: clear errors naming table and column, before any heavy work."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rmqsim.errors import InputError
+from rmqsim.snapshot import check_layout, load_snapshot
+from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+
+
+def _good(path):
+    return make_snapshot(
+        path,
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 2}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+
+
+def _replace(snapshot: str, table: str, arrow: pa.Table) -> None:
+    pq.write_table(arrow, f"{snapshot}/{table}/part-00000.parquet")
+
+
+def test_missing_required_table_names_it(tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    import shutil
+
+    shutil.rmtree(f"{snapshot}/consumers")
+    with pytest.raises(InputError) as e:
+        check_layout(snapshot)
+    assert e.value.table == "consumers"
+    assert "required table is missing" in str(e.value)
+
+
+def test_missing_snapshot_directory(tmp_path) -> None:
+    with pytest.raises(InputError, match="is not a directory"):
+        check_layout(str(tmp_path / "nope"))
+
+
+def test_missing_required_column_names_table_and_column(spark, tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    _replace(snapshot, "consumers", pa.table({"group": ["g"], "topic": ["t"]}))
+    with pytest.raises(InputError) as e:
+        load_snapshot(spark, snapshot)
+    assert (e.value.table, e.value.column) == ("consumers", "client_id")
+    assert "found: group, topic" in str(e.value)
+
+
+def test_wrong_type_names_expected_and_found(spark, tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    _replace(
+        snapshot,
+        "topic_queues",
+        pa.table(
+            {
+                "topic": ["t"],
+                "broker_name": ["b"],
+                "read_queue_nums": ["8"],
+                "write_queue_nums": [8],
+                "perm": [6],
+            }
+        ),
+    )
+    with pytest.raises(InputError) as e:
+        load_snapshot(spark, snapshot)
+    assert (e.value.table, e.value.column) == ("topic_queues", "read_queue_nums")
+    assert "expected int, found string" in str(e.value)
+
+
+def test_wider_integers_and_a_single_parquet_file_are_accepted(spark, tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    import shutil
+
+    shutil.rmtree(f"{snapshot}/topic_queues")
+    pq.write_table(
+        pa.table(
+            {
+                "topic": ["t"],
+                "broker_name": ["b"],
+                "read_queue_nums": pa.array([3], pa.int64()),
+                "write_queue_nums": pa.array([3], pa.int64()),
+                "perm": pa.array([6], pa.int8()),
+            }
+        ),
+        f"{snapshot}/topic_queues.parquet",
+    )
+    snap = load_snapshot(spark, snapshot)
+    [row] = snap.topic_queues.collect()
+    assert (row.read_queue_nums, row.perm) == (3, 6)
+    assert dict(snap.topic_queues.dtypes)["read_queue_nums"] == "int"
+
+
+def test_absent_optional_tables_and_columns_take_defaults(spark, tmp_path) -> None:
+    snap = load_snapshot(spark, _good(tmp_path / "s"))
+    assert snap.groups.count() == 0 and snap.offsets is None and snap.queue_config is None
+    [broker] = snap.brokers.collect()
+    assert (broker.alive, broker.machine_room) == (True, None)
+    assert snap.consumers.columns == ["group", "topic", "client_id", "machine_room"]
