@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import schemas
+from rmqsim import schemas, skew
 from rmqsim import strategies as registry
 from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers
-from rmqsim.strategies.batch import duplicate_client_counts, group_errors
+from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, group_errors
 
 ASSIGNMENTS_ARROW = to_arrow_schema(schemas.ASSIGNMENTS)
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
@@ -117,32 +117,103 @@ def assignment_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     return out
 
 
+def _group_codes(rows: pa.RecordBatch) -> np.ndarray:
+    """An integer per distinct (scenario, phase, group) of the batch."""
+    key = pc.binary_join_element_wise(
+        rows.column("scenario"), pc.cast(rows.column("phase"), pa.string()), rows.column("group"), "\x00"
+    )
+    return pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """One row per (strategy, group, distinct client) with its queue count and its group's
-    totals: schemas.CLIENT_QUEUES, which the metrics aggregate without touching assignment rows."""
+    """One row per (strategy, topic, group, distinct client): schemas.CLIENT_QUEUES.
+
+    Each row carries its (topic, group)'s metrics and the client's load over all of the group's
+    topics in the batch, so the batch must hold every topic of each group it holds (see
+    whole_groups). group_metrics and consumer_load are then plain row filters.
+    """
     out = []
+    group_code = _group_codes(rows)
     for a in allocate_rows(rows):
         batch, callers = a.batch, a.callers
+        g = callers.group
+        queues = np.bincount(a.allocation.caller, minlength=len(callers)).astype(np.int64)
+        stats = skew.segment_stats(queues, g, batch.n_groups)
         owners = np.bincount(a.allocation.queue, minlength=len(batch.queue_id))
         queue_group = batch.queue_group
         unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
         multi_owned = np.bincount(queue_group, weights=owners > 1, minlength=batch.n_groups)
-        g = callers.group
-        errors = group_errors(batch)[g]
-        errors = np.where(np.equal(errors, None), a.errors, errors)
-        longs = [
-            np.bincount(a.allocation.caller, minlength=len(callers)),
-            batch.queue_counts[g],
-            duplicate_client_counts(batch, callers)[g],
-            unassigned[g],
-            multi_owned[g],
-        ]
+        first_in_group, _, _ = skew.first_of_each(g)
+        # A group's error: the one every caller gets, else the first caller-specific one.
+        errors = group_errors(batch)
+        for k in np.flatnonzero(np.not_equal(a.errors, None))[::-1]:
+            errors[g[k]] = errors[g[k]] or a.errors[k]
+        client_code = batch_client_codes(batch)[callers.client]
+        fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
+        first_in_client, client_class, client_topics = skew.first_of_each(fleet_key)
+        client_total = np.bincount(client_class, weights=queues).astype(np.int64)
+
+        has_clients = stats.count[g] > 0
+        longs = {
+            "queues": queues,
+            "queue_count": batch.queue_counts[g],
+            "consumer_count": stats.count[g],
+            "active_consumers": stats.active[g],
+            "idle_consumers": stats.count[g] - stats.active[g],
+        }
         columns = _keys(rows, a.strategy, g)
         columns.append(_take(batch.client_ids, callers.client))
-        columns += [pa.array(v.astype(np.int64), type=pa.int64()) for v in longs]
-        columns.append(pa.array(errors, type=pa.string()))
+        columns += [pa.array(v.astype(np.int64), type=pa.int64()) for v in longs.values()]
+        columns += [
+            pa.array(stats.minimum[g].astype(np.int64), mask=~has_clients, type=pa.int64()),
+            pa.array(stats.maximum[g].astype(np.int64), mask=~has_clients, type=pa.int64()),
+            pa.array(stats.mean[g], mask=~has_clients, type=pa.float64()),
+            pa.array(stats.stddev[g], mask=~has_clients, type=pa.float64()),
+            pa.array(stats.max_over_mean[g], mask=np.isnan(stats.max_over_mean[g]), type=pa.float64()),
+            pa.array(unassigned[g].astype(np.int64), type=pa.int64()),
+            pa.array(multi_owned[g].astype(np.int64), type=pa.int64()),
+            pa.array(duplicate_client_counts(batch, callers)[g].astype(np.int64), type=pa.int64()),
+            pa.array(errors[g], type=pa.string()),
+            pa.array(client_topics[client_class].astype(np.int64), type=pa.int64()),
+            pa.array(client_total[client_class], type=pa.int64()),
+            pa.array(first_in_group, type=pa.bool_()),
+            pa.array(first_in_client, type=pa.bool_()),
+        ]
         out.append(pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW))
     return out
+
+
+def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Re-cut batches sorted by (scenario, phase, group) so that no group spans two of them.
+
+    Spark cuts Arrow batches at a fixed row count; a group's topics that straddle a cut are held
+    back and prepended to the next batch (a partition never splits a group: see partition_by_group).
+    """
+    pending: list[pa.RecordBatch] = []
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        same = pc.and_(
+            pc.and_(
+                pc.equal(rb.column("scenario"), rb.column("scenario")[-1]),
+                pc.equal(rb.column("phase"), rb.column("phase")[-1]),
+            ),
+            pc.equal(rb.column("group"), rb.column("group")[-1]),
+        )
+        cut = rb.num_rows - pc.sum(same).as_py()  # sorted: the last group's rows come last
+        if cut > 0:
+            yield _concat([*pending, rb.slice(0, cut)])
+            pending = [rb.slice(cut)]
+        else:
+            pending.append(rb)
+    if pending:
+        yield _concat(pending)
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def map_assignments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -151,14 +222,20 @@ def map_assignments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
 
 
 def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for rows in batches:
+    for rows in whole_groups(batches):
         yield from client_queue_batches(rows)
 
 
+GROUP_KEY = ("scenario", "phase", "group")
+
+
 def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame:
-    """Spread (topic, group) rows over a fixed number of Python tasks (adaptive execution would
-    coalesce them onto fewer cores than the machine has)."""
-    return group_routes.repartition(partitions, "topic", "group")
+    """All topics of a group in one partition, contiguous, over a fixed number of Python tasks.
+
+    A fixed count, because adaptive execution would coalesce the small route rows onto fewer
+    tasks than there are cores; contiguous, so whole_groups can hand each group whole to Python.
+    """
+    return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "topic")
 
 
 def assignments(group_routes: DataFrame) -> DataFrame:

@@ -21,30 +21,13 @@ def _max_over_mean(max_col: str, mean_col: str) -> Column:
 
 
 def group_metrics(client_queues: DataFrame) -> DataFrame:
-    """One row per (scenario, phase, strategy, topic, group); consumers are distinct client ids.
+    """One row per (scenario, phase, strategy, topic, group): schemas.GROUP_METRICS.
 
-    stddev_queues is the population standard deviation over the group's clients.
+    Consumers are distinct client ids; stddev_queues is the population standard deviation over
+    them; max_over_mean is null where the group has no queue. Computed by the allocation stage
+    (rmqsim.skew), so this is a row filter.
     """
-    q = F.col("queues")
-    return (
-        client_queues.groupBy(*GROUP_KEYS)
-        .agg(
-            F.max("queue_count").alias("queue_count"),
-            F.count(F.lit(1)).alias("consumer_count"),
-            F.sum((q > 0).cast("long")).alias("active_consumers"),
-            F.min(q).alias("min_queues"),
-            F.max(q).alias("max_queues"),
-            F.avg(q).alias("mean_queues"),
-            F.stddev_pop(q).alias("stddev_queues"),
-            F.max("unassigned_queues").alias("unassigned_queues"),
-            F.max("multi_owned_queues").alias("multi_owned_queues"),
-            F.max("duplicate_client_ids").alias("duplicate_client_ids"),
-            F.max("error").alias("error"),
-        )
-        .withColumn("idle_consumers", F.col("consumer_count") - F.col("active_consumers"))
-        .withColumn("max_over_mean", _max_over_mean("max_queues", "mean_queues"))
-        .select(*schemas.GROUP_METRICS.fieldNames())
-    )
+    return client_queues.where(F.col("first_in_group")).select(*schemas.GROUP_METRICS.fieldNames())
 
 
 def consumer_load(client_queues: DataFrame) -> DataFrame:
@@ -53,10 +36,12 @@ def consumer_load(client_queues: DataFrame) -> DataFrame:
     AVG gives the extra queue of every topic to the first-sorted clients, so a client can be the
     busiest of every topic it reads: fleet skew that no single topic's metrics show.
     """
-    return (
-        client_queues.groupBy(*RUN, "group", "client_id")
-        .agg(F.count(F.lit(1)).alias("topics"), F.sum("queues").alias("queues"))
-        .select(*schemas.CONSUMER_LOAD.fieldNames())
+    return client_queues.where(F.col("first_in_client")).select(
+        *RUN,
+        "group",
+        "client_id",
+        F.col("client_topics").alias("topics"),
+        F.col("client_queues").alias("queues"),
     )
 
 

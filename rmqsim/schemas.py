@@ -155,19 +155,32 @@ ASSIGNMENTS = StructType(
     ]
 )
 
-# One row per (scenario, phase, strategy, topic, group, distinct client): what metrics aggregate.
+# One row per (scenario, phase, strategy, topic, group, distinct client), carrying its group's
+# metrics and its own fleet-wide load: group_metrics and consumer_load are row filters of it.
 CLIENT_QUEUES = StructType(
     [
         *RUN_KEYS,
         StructField("topic", STRING, False),
         StructField("group", STRING, False),
         StructField("client_id", STRING, False),
-        StructField("queues", LONG, False),
-        StructField("queue_count", LONG, False),  # the group's mqAll size, repeated per client
-        StructField("duplicate_client_ids", LONG, False),
+        StructField("queues", LONG, False),  # in this topic
+        StructField("queue_count", LONG, False),
+        StructField("consumer_count", LONG, False),  # distinct client ids
+        StructField("active_consumers", LONG, False),
+        StructField("idle_consumers", LONG, False),
+        StructField("min_queues", LONG, True),
+        StructField("max_queues", LONG, True),
+        StructField("mean_queues", DOUBLE, True),
+        StructField("stddev_queues", DOUBLE, True),
+        StructField("max_over_mean", DOUBLE, True),
         StructField("unassigned_queues", LONG, False),
         StructField("multi_owned_queues", LONG, False),
+        StructField("duplicate_client_ids", LONG, False),
         StructField("error", STRING, True),
+        StructField("client_topics", LONG, False),  # topics of this group the client reads
+        StructField("client_queues", LONG, False),  # queues over those topics
+        StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group) has it
+        StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
     ]
 )
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -57,12 +56,10 @@ def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> N
 
 
 def _write_metrics(output: RunOutput, staged: DataFrame) -> None:
-    client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        _write(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
-        _write(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
-    finally:
-        client_queues.unpersist()
+    # Re-running the allocation per table costs less than caching its per-client rows.
+    client_queues = allocation.client_queues(staged)
+    _write(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
+    _write(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
 
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
@@ -73,16 +70,9 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        staged.count()  # routes built once, before the jobs below share them
-        # Independent jobs side by side: alone, each leaves a core idle between its stages.
-        with ThreadPoolExecutor(max_workers=3, thread_name_prefix="rmqsim-write") as pool:
-            jobs = [
-                pool.submit(_write, output, allocation.assignments(staged), "assignments", *PARTITIONED_BY),
-                pool.submit(_write_metrics, output, staged),
-                pool.submit(_write, output, rejects.coalesce(1), "rejects"),
-            ]
-            for job in jobs:
-                job.result()
+        _write(output, allocation.assignments(staged), "assignments", *PARTITIONED_BY)
+        _write_metrics(output, staged)
+        _write(output, rejects.coalesce(1), "rejects")
         summary = metrics.strategy_summary(
             spark.read.parquet(output.table("group_metrics")),
             spark.read.parquet(output.table("consumer_load")),

@@ -74,3 +74,44 @@ def test_duplicate_ids_leave_the_second_copys_share_unowned() -> None:
 def test_empty_batch() -> None:
     got = assignment_rows(_routes([]))
     assert got.empty and list(got.columns) == schemas.ASSIGNMENTS.fieldNames()
+
+
+def test_whole_groups_never_splits_a_group_across_batches() -> None:
+    rows = _routes(
+        [
+            ("AVG", f"t{i}", g, ["b"], [1], ["c"])
+            for g, n in (("g1", 3), ("g2", 4), ("g3", 1))
+            for i in range(n)
+        ]
+    )
+    cuts = [rows.slice(0, 2), rows.slice(2, 3), rows.slice(5, 1), rows.slice(6, 2)]  # as Spark might cut
+    from rmqsim.allocation import whole_groups
+
+    batches = list(whole_groups(iter(cuts)))
+    groups = [b.column("group").to_pylist() for b in batches]
+    assert sum(len(g) for g in groups) == rows.num_rows
+    seen: set[str] = set()
+    for g in groups:
+        assert not (set(g) & seen)  # a group appears in one batch only
+        seen |= set(g)
+
+
+def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
+    # Two topics of 5 queues, clients a and b: AVG gives a 3 + 3, b 2 + 2.
+    pdf = client_queue_rows(
+        _routes(
+            [
+                ("AVG", "t1", "g", ["x"], [5], ["a", "b"]),
+                ("AVG", "t2", "g", ["x"], [5], ["a", "b"]),
+            ]
+        )
+    )
+    firsts = pdf[pdf.first_in_group]
+    assert firsts.topic.tolist() == ["t1", "t2"]
+    assert firsts[["min_queues", "max_queues", "mean_queues", "max_over_mean"]].values.tolist() == [
+        [2, 3, 2.5, 1.2],
+        [2, 3, 2.5, 1.2],
+    ]
+    load = pdf[pdf.first_in_client].set_index("client_id")
+    assert load.client_queues.to_dict() == {"a": 6, "b": 4}
+    assert load.client_topics.to_dict() == {"a": 2, "b": 2}

@@ -135,6 +135,11 @@ class Callers:
         return Callers(self.group[mask], self.client[mask], self.index[mask])
 
 
+def batch_client_codes(batch: GroupBatch) -> np.ndarray:
+    """An integer per distinct client id of the batch (equal ids, equal codes)."""
+    return _factorize(batch.client_ids)
+
+
 def distinct_callers(batch: GroupBatch) -> Callers:
     """One caller per distinct client id of every group, at its first occurrence in cidAll."""
     n = len(batch.client_ids)
