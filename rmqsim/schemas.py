@@ -155,53 +155,40 @@ ASSIGNMENTS = StructType(
     ]
 )
 
+TOPIC_GROUP = (StructField("topic", STRING, False), StructField("group", STRING, False))
+
+# What group_metrics says of one (topic, group); consumers are distinct client ids.
+GROUP_METRIC_FIELDS = (
+    StructField("queue_count", LONG, False),
+    StructField("consumer_count", LONG, False),
+    StructField("active_consumers", LONG, False),
+    StructField("idle_consumers", LONG, False),
+    StructField("min_queues", LONG, True),
+    StructField("max_queues", LONG, True),
+    StructField("mean_queues", DOUBLE, True),
+    StructField("stddev_queues", DOUBLE, True),  # population
+    StructField("max_over_mean", DOUBLE, True),  # null where the group has no queue
+    StructField("unassigned_queues", LONG, False),
+    StructField("multi_owned_queues", LONG, False),
+    StructField("duplicate_client_ids", LONG, False),
+    StructField("error", STRING, True),  # what the real client throws, if it does
+)
+
+GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
+
 # One row per (scenario, phase, strategy, topic, group, distinct client), carrying its group's
 # metrics and its own fleet-wide load: group_metrics and consumer_load are row filters of it.
 CLIENT_QUEUES = StructType(
     [
         *RUN_KEYS,
-        StructField("topic", STRING, False),
-        StructField("group", STRING, False),
+        *TOPIC_GROUP,
         StructField("client_id", STRING, False),
         StructField("queues", LONG, False),  # in this topic
-        StructField("queue_count", LONG, False),
-        StructField("consumer_count", LONG, False),  # distinct client ids
-        StructField("active_consumers", LONG, False),
-        StructField("idle_consumers", LONG, False),
-        StructField("min_queues", LONG, True),
-        StructField("max_queues", LONG, True),
-        StructField("mean_queues", DOUBLE, True),
-        StructField("stddev_queues", DOUBLE, True),
-        StructField("max_over_mean", DOUBLE, True),
-        StructField("unassigned_queues", LONG, False),
-        StructField("multi_owned_queues", LONG, False),
-        StructField("duplicate_client_ids", LONG, False),
-        StructField("error", STRING, True),
+        *GROUP_METRIC_FIELDS,
         StructField("client_topics", LONG, False),  # topics of this group the client reads
         StructField("client_queues", LONG, False),  # queues over those topics
         StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group) has it
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
-    ]
-)
-
-GROUP_METRICS = StructType(
-    [
-        *RUN_KEYS,
-        StructField("topic", STRING, False),
-        StructField("group", STRING, False),
-        StructField("queue_count", LONG, False),
-        StructField("consumer_count", LONG, False),
-        StructField("active_consumers", LONG, False),
-        StructField("idle_consumers", LONG, False),
-        StructField("min_queues", LONG, True),
-        StructField("max_queues", LONG, True),
-        StructField("mean_queues", DOUBLE, True),
-        StructField("stddev_queues", DOUBLE, True),
-        StructField("max_over_mean", DOUBLE, True),
-        StructField("unassigned_queues", LONG, False),
-        StructField("multi_owned_queues", LONG, False),
-        StructField("duplicate_client_ids", LONG, False),
-        StructField("error", STRING, True),
     ]
 )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -26,8 +28,6 @@ def _replace(snapshot: str, table: str, arrow: pa.Table) -> None:
 
 def test_missing_required_table_names_it(tmp_path) -> None:
     snapshot = _good(tmp_path / "s")
-    import shutil
-
     shutil.rmtree(f"{snapshot}/consumers")
     with pytest.raises(InputError) as e:
         check_layout(snapshot)
@@ -72,8 +72,6 @@ def test_wrong_type_names_expected_and_found(spark, tmp_path) -> None:
 
 def test_wider_integers_and_a_single_parquet_file_are_accepted(spark, tmp_path) -> None:
     snapshot = _good(tmp_path / "s")
-    import shutil
-
     shutil.rmtree(f"{snapshot}/topic_queues")
     pq.write_table(
         pa.table(
