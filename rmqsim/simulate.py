@@ -55,13 +55,6 @@ def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> N
     df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
-def _write_metrics(output: RunOutput, staged: DataFrame) -> None:
-    # Re-running the allocation per table costs less than caching its per-client rows.
-    client_queues = allocation.client_queues(staged)
-    _write(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
-    _write(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
-
-
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
     output = RunOutput(config.out, mode=config.mode)
@@ -69,15 +62,17 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     staged = allocation.partition_by_group(
         group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
+    client_queues = None
     try:
         _write(output, allocation.assignments(staged), "assignments", *PARTITIONED_BY)
-        _write_metrics(output, staged)
+        # Per-client rows are a tenth of the assignments: cached, the three tables below are filters.
+        client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK)
+        group_metrics = metrics.group_metrics(client_queues)
+        consumer_load = metrics.consumer_load(client_queues)
+        _write(output, group_metrics, "group_metrics", *PARTITIONED_BY)
+        _write(output, consumer_load, "consumer_load", *PARTITIONED_BY)
+        _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
         _write(output, rejects.coalesce(1), "rejects")
-        summary = metrics.strategy_summary(
-            spark.read.parquet(output.table("group_metrics")),
-            spark.read.parquet(output.table("consumer_load")),
-        ).coalesce(1)
-        _write(output, summary, "summary")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         output.publish()
     except BaseException:
@@ -85,5 +80,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         raise
     finally:
         staged.unpersist()
+        if client_queues is not None:
+            client_queues.unpersist()
     log.info("simulate: wrote %s", output.out)
     return RunResult(output.out, sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])))
