@@ -111,8 +111,9 @@ def assignment_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         group = a.callers.group[a.allocation.caller]
         columns = _keys(rows, a.strategy, group)
         columns.append(_take(a.batch.client_ids, a.callers.client[a.allocation.caller]))
-        columns.append(_take(a.batch.queue_broker, a.allocation.queue))
-        columns.append(pa.array(a.batch.queue_id[a.allocation.queue], type=pa.int32()))
+        brokers = a.allocation.brokers(a.batch)
+        columns.append(brokers if isinstance(brokers, pa.Array) else pa.array(brokers, type=pa.string()))
+        columns.append(pa.array(a.allocation.queue_ids(a.batch), type=pa.int32()))
         out.append(pa.RecordBatch.from_arrays(columns, schema=ASSIGNMENTS_ARROW))
     return out
 
@@ -139,7 +140,8 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         g = callers.group
         queues = np.bincount(a.allocation.caller, minlength=len(callers)).astype(np.int64)
         stats = skew.segment_stats(queues, g, batch.n_groups)
-        owners = np.bincount(a.allocation.queue, minlength=len(batch.queue_id))
+        in_mq_all = a.allocation.queue[a.allocation.queue >= 0]  # CONFIG may name other queues
+        owners = np.bincount(in_mq_all, minlength=len(batch.queue_id))
         queue_group = batch.queue_group
         unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
         multi_owned = np.bincount(queue_group, weights=owners > 1, minlength=batch.n_groups)

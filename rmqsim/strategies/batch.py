@@ -38,7 +38,17 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GroupBatch:
-    """G allocation problems; ``params`` holds per-group strategy parameters by name."""
+    """G allocation problems and the strategy parameters they need, in ``params`` by name.
+
+    A name starting ``queue_`` holds one value per flat queue, ``client_`` one per flat client,
+    any other one value per group:
+
+    - ``virtual_node_cnt`` (int64): CONSISTENT_HASH's virtual nodes per client;
+    - ``consumer_idcs`` (object: list of str, or None): MACHINE_ROOM's rooms;
+    - ``inner_strategy`` (object: "AVG" or "AVG_BY_CIRCLE"): MACHINE_ROOM_NEARBY's inner strategy;
+    - ``queue_room``, ``client_room`` (object: str or None): MACHINE_ROOM_NEARBY's resolved rooms;
+    - ``client_config`` (object: list of (broker, queue_id), or None): CONFIG's configured list.
+    """
 
     topics: Strings
     queue_offsets: np.ndarray
@@ -205,10 +215,20 @@ def caller_errors(batch: GroupBatch, callers: Callers) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Allocation:
-    """Flat (caller, queue) pairs: caller k of a Callers set owns flat queue q, in returned order."""
+    """Flat (caller, queue) pairs: caller k of a Callers set owns flat queue q, in returned order.
+
+    Most strategies pick from mqAll, so ``queue`` indexes the batch's flat queues. CONFIG returns
+    whatever list it was configured with, which may name queues that are not in mqAll: such a
+    strategy gives the queues explicitly in ``broker`` and ``queue_id`` and sets ``queue`` to the
+    mqAll index where the queue is there, -1 where it is not. ``null_result`` marks callers whose
+    allocate returned null rather than a list (RebalanceImpl then assigns them nothing).
+    """
 
     caller: np.ndarray
     queue: np.ndarray
+    broker: Strings | None = None
+    queue_id: np.ndarray | None = None
+    null_result: np.ndarray | None = None
 
     @staticmethod
     def from_runs(first: np.ndarray, count: np.ndarray, step: np.ndarray | int = 1) -> Allocation:
@@ -223,3 +243,37 @@ class Allocation:
     @staticmethod
     def empty() -> Allocation:
         return Allocation(np.zeros(0, _I64), np.zeros(0, _I64))
+
+    def brokers(self, batch: GroupBatch) -> Strings:
+        """The broker name of every allocated queue."""
+        return self.broker if self.broker is not None else take(batch.queue_broker, self.queue)
+
+    def queue_ids(self, batch: GroupBatch) -> np.ndarray:
+        return self.queue_id if self.queue_id is not None else batch.queue_id[self.queue]
+
+    def select_callers(self, mapping: np.ndarray, n_callers: int) -> Allocation:
+        """The same pairs with caller k renamed mapping[k]: a subset's callers back in a set of
+        ``n_callers``."""
+        null = None
+        if self.null_result is not None:
+            null = np.zeros(n_callers, dtype=bool)
+            null[mapping] = self.null_result
+        return Allocation(mapping[self.caller], self.queue, self.broker, self.queue_id, null)
+
+
+def concat_allocations(parts: Sequence[Allocation], batch: GroupBatch, n_callers: int) -> Allocation:
+    """Allocations over one set of ``n_callers`` callers (disjoint subsets of it), as one."""
+    if not parts:
+        return Allocation.empty()
+    caller = np.concatenate([p.caller for p in parts])
+    queue = np.concatenate([p.queue for p in parts])
+    broker = queue_id = null = None
+    if any(p.broker is not None for p in parts):
+        broker = np.concatenate([as_objects(p.brokers(batch)) for p in parts])
+        queue_id = np.concatenate([p.queue_ids(batch) for p in parts]).astype(_I64)
+    if any(p.null_result is not None for p in parts):
+        null = np.zeros(n_callers, dtype=bool)
+        for p in parts:
+            if p.null_result is not None:
+                null |= p.null_result
+    return Allocation(caller, queue, broker, queue_id, null)

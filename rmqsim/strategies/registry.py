@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rmqsim.strategies import avg, avg_by_circle
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, caller_errors
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, as_objects, caller_errors
 
 # RocketMQ's own names; strategies of rmqsim's own must not reuse them.
 ROCKETMQ_STRATEGIES = (
@@ -23,10 +23,17 @@ ROCKETMQ_STRATEGIES = (
 
 @dataclass(frozen=True)
 class Strategy:
+    """A strategy: ``allocate`` over callers that passed the checks, and the checks.
+
+    ``check``, where a strategy has its own, returns each caller's error message (what the Java
+    class throws: an illegal parameter, a machine room it cannot resolve) or None; it runs after
+    the common argument checks, which every RocketMQ strategy but ByConfig makes.
+    """
+
     name: str
     allocate: Callable[[GroupBatch, Callers], Allocation]
-    # AbstractAllocateMessageQueueStrategy.check: every RocketMQ strategy but ByConfig runs it.
     checks_arguments: bool = True
+    check: Callable[[GroupBatch, Callers], np.ndarray] | None = None
 
 
 STRATEGIES: Mapping[str, Strategy] = {
@@ -61,11 +68,13 @@ def allocate(strategy: Strategy, batch: GroupBatch, callers: Callers) -> tuple[A
         errors = caller_errors(batch, callers)
     else:
         errors = np.full(len(callers), None, dtype=object)
+    if strategy.check is not None:
+        unchecked = np.flatnonzero(np.equal(errors, None))
+        errors[unchecked] = strategy.check(batch, callers.take(unchecked))
     ok = np.flatnonzero(np.equal(errors, None))
     if len(ok) == len(callers):
         return strategy.allocate(batch, callers), errors
-    sub = strategy.allocate(batch, callers.take(ok))
-    return Allocation(ok[sub.caller], sub.queue), errors
+    return strategy.allocate(batch, callers.take(ok)).select_callers(ok, len(callers)), errors
 
 
 def allocate_one(
@@ -74,15 +83,11 @@ def allocate_one(
     mq_all: Sequence[tuple[str, int]] | None,
     cid_all: Sequence[str] | None,
     current_cid: str | None,
-    params: Mapping[str, object] | None = None,
-) -> list[tuple[str, int]]:
-    """One client's allocate() call, as the Java method makes it: raises AllocationError where it throws."""
-    batch = GroupBatch.from_lists(
-        [topic],
-        [list(mq_all or [])],
-        [list(cid_all or [])],
-        {k: np.array([v], dtype=object) for k, v in (params or {}).items()},
-    )
+    params: Mapping[str, np.ndarray] | None = None,
+) -> list[tuple[str, int]] | None:
+    """One client's allocate() call, as the Java method makes it: raises AllocationError where it
+    throws, returns None where it returns null. ``params`` as GroupBatch.params for one group."""
+    batch = GroupBatch.from_lists([topic], [list(mq_all or [])], [list(cid_all or [])], params)
     cids = list(cid_all or [])
     index = cids.index(current_cid) if current_cid in cids else -1
     client = np.array([index if index >= 0 else 0], dtype=np.int64)
@@ -97,5 +102,11 @@ def allocate_one(
             raise AllocationError("cidAll is null or cidAll empty")
         if index < 0:
             return []  # check() logs and returns false: the caller gets an empty list
+    if strategy.check is not None:
+        error = strategy.check(batch, callers)[0]
+        if error is not None:
+            raise AllocationError(error)
     result = strategy.allocate(batch, callers)
-    return [(batch.queue_broker[q], int(batch.queue_id[q])) for q in result.queue]
+    if result.null_result is not None and result.null_result[0]:
+        return None
+    return list(zip(as_objects(result.brokers(batch)).tolist(), result.queue_ids(batch).tolist()))
