@@ -11,7 +11,7 @@ tests call them without Spark.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from rmqsim import schemas, skew
 from rmqsim import strategies as registry
 from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers
-from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, group_errors
+from rmqsim.strategies.batch import (
+    as_objects,
+    batch_client_codes,
+    concat_allocations,
+    duplicate_client_counts,
+    group_errors,
+    take,
+)
 
 ASSIGNMENTS_ARROW = to_arrow_schema(schemas.ASSIGNMENTS)
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
@@ -38,17 +45,63 @@ def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array
     return offsets, pc.list_flatten(column)
 
 
-def to_batch(batch: pa.RecordBatch) -> GroupBatch:
-    broker_offsets, broker_names = _list_column(batch, "broker_names")
-    _, read_queue_nums = _list_column(batch, "read_queue_nums")
-    client_offsets, client_ids = _list_column(batch, "client_ids")
+class LazyParams(dict):
+    """Strategy parameters built on first use: most batches never need rooms or CONFIG lists."""
+
+    def __init__(self, factories: dict[str, Callable[[], np.ndarray]]) -> None:
+        super().__init__()
+        self._factories = factories
+
+    def __missing__(self, key: str) -> np.ndarray:
+        value = self[key] = self._factories[key]()
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._factories or dict.__contains__(self, key)
+
+    def get(self, key: str, default: object = None) -> object:
+        return self[key] if key in self else default
+
+
+def _objects(values: list) -> np.ndarray:
+    # One element per value even when the values are equal-length lists (np.array would stack them).
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        out[i] = value
+    return out
+
+
+def _config_lists(configs: pa.Array) -> np.ndarray:
+    return _objects(
+        [None if c is None else [(q["broker_name"], q["queue_id"]) for q in c] for c in configs.to_pylist()]
+    )
+
+
+def to_batch(rows: pa.RecordBatch) -> GroupBatch:
+    broker_offsets, broker_names = _list_column(rows, "broker_names")
+    _, read_queue_nums = _list_column(rows, "read_queue_nums")
+    _, broker_rooms = _list_column(rows, "broker_rooms")
+    client_offsets, client_ids = _list_column(rows, "client_ids")
+    nums = read_queue_nums.to_numpy(zero_copy_only=False).astype(np.int64)
+    queue_broker_index = np.repeat(np.arange(len(nums), dtype=np.int64), nums)
+    params = LazyParams(
+        {
+            "virtual_node_cnt": lambda: rows.column("virtual_node_cnt").to_numpy().astype(np.int64),
+            "consumer_idcs": lambda: _objects(rows.column("consumer_idcs").to_pylist()),
+            "inner_strategy": lambda: np.asarray(rows.column("inner_strategy").to_pylist(), dtype=object),
+            "queue_room": lambda: as_objects(take(broker_rooms, queue_broker_index)),
+            "client_room": lambda: as_objects(_list_column(rows, "client_rooms")[1]),
+            "client_config": lambda: _config_lists(_list_column(rows, "client_configs")[1]),
+        }
+    )
     return GroupBatch.from_routes(
-        topics=batch.column("topic"),
+        topics=rows.column("topic"),
         broker_offsets=broker_offsets,
         broker_names=broker_names,
-        read_queue_nums=read_queue_nums.to_numpy(zero_copy_only=False),
+        read_queue_nums=nums,
         client_offsets=client_offsets,
         client_ids=client_ids,
+        params=params,
     )
 
 
@@ -81,10 +134,30 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     """
     batch = to_batch(rows)
     everyone = distinct_callers(batch)
+    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
     out = []
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
-        allocation, errors = registry.allocate(registry.get(name), batch, callers)
+        listening = broadcasting[callers.group]
+        if not listening.any():
+            allocation, errors = registry.allocate(registry.get(name), batch, callers)
+        else:
+            # BROADCASTING groups do not balance: every client reads every queue.
+            clustering = np.flatnonzero(~listening)
+            allocated, sub_errors = registry.allocate(registry.get(name), batch, callers.take(clustering))
+            everyone_reads = np.flatnonzero(listening)
+            g = callers.group[everyone_reads]
+            broadcast = Allocation.from_runs(batch.queue_offsets[g], batch.queue_counts[g])
+            allocation = concat_allocations(
+                [
+                    allocated.select_callers(clustering, len(callers)),
+                    broadcast.select_callers(everyone_reads, len(callers)),
+                ],
+                batch,
+                len(callers),
+            )
+            errors = np.full(len(callers), None, dtype=object)
+            errors[clustering] = sub_errors
         out.append(Allocated(name, batch, callers, allocation, errors))
     return out
 
@@ -135,6 +208,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     """
     out = []
     group_code = _group_codes(rows)
+    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
     for a in allocate_rows(rows):
         batch, callers = a.batch, a.callers
         g = callers.group
@@ -148,6 +222,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         first_in_group, _, _ = skew.first_of_each(g)
         # A group's error: the one every caller gets, else the first caller-specific one.
         errors = group_errors(batch)
+        errors[broadcasting] = None  # a BROADCASTING client never calls allocate
         for k in np.flatnonzero(np.not_equal(a.errors, None))[::-1]:
             errors[g[k]] = errors[g[k]] or a.errors[k]
         client_code = batch_client_codes(batch)[callers.client]

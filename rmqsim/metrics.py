@@ -81,3 +81,20 @@ def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> Data
         "multi_owned_queues",
         "groups_with_errors",
     )
+
+
+def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> DataFrame:
+    """Reject rows for (topic, group, strategy) runs that produced no allocation: a strategy
+    skipped for lack of its configuration, or a group on which the real client throws."""
+    where = ["scenario", "phase", "topic", "group"]
+    skipped = group_routes.select(*where, F.explode("skipped").alias("s")).select(
+        F.lit("allocation").alias("source"),
+        F.col("s.reason").alias("reason"),
+        F.to_json(F.struct(*where, F.col("s.strategy").alias("strategy"))).alias("row"),
+    )
+    thrown = group_metrics.where(F.col("error").isNotNull()).select(
+        F.lit("allocation").alias("source"),
+        F.concat(F.lit("the client throws: "), F.col("error")).alias("reason"),
+        F.to_json(F.struct(*where, "strategy")).alias("row"),
+    )
+    return skipped.unionByName(thrown)

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rmqsim import schemas
+
 # RocketMQ PermName bits.
 PERM_READ = 4
 
@@ -38,8 +40,16 @@ def filter_readable_queue_data(topic_queues: DataFrame, *, brokers: DataFrame) -
     return topic_queues.where(readable).join(live_broker_names(brokers), "broker_name", "left_semi")
 
 
+def broker_rooms(brokers: DataFrame) -> DataFrame:
+    """One row per broker_name: its machine room (the master's where instances disagree)."""
+    master_room = F.max(F.when(F.col("broker_id") == 0, F.col("machine_room")))
+    return brokers.groupBy("broker_name").agg(
+        F.coalesce(master_room, F.max("machine_room")).alias("machine_room")
+    )
+
+
 def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
-    """One row per topic: ``broker_names`` in Java order and their ``read_queue_nums``.
+    """One row per topic: ``broker_names`` in Java order, their ``read_queue_nums`` and rooms.
 
     mqAll is a set in the client, so repeated QueueData for one broker add no queues: a broker
     contributes queues 0..max(read_queue_nums)-1. A topic whose every QueueData is unreadable keeps
@@ -49,8 +59,14 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
         filter_readable_queue_data(topic_queues, brokers=brokers)
         .groupBy("topic", "broker_name")
         .agg(F.max("read_queue_nums").alias("read_queue_nums"))
+        .join(broker_rooms(brokers), "broker_name", "left")
     )
-    entry = F.struct(java_order("broker_name").alias("key"), F.col("broker_name"), F.col("read_queue_nums"))
+    entry = F.struct(
+        java_order("broker_name").alias("key"),
+        F.col("broker_name"),
+        F.col("read_queue_nums"),
+        F.col("machine_room"),
+    )
     routes = per_broker.groupBy("topic").agg(F.array_sort(F.collect_list(entry)).alias("route"))
     return (
         topic_queues.select("topic")
@@ -60,32 +76,124 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
             "topic",
             F.coalesce(F.col("route.broker_name"), F.array().cast("array<string>")).alias("broker_names"),
             F.coalesce(F.col("route.read_queue_nums"), F.array().cast("array<int>")).alias("read_queue_nums"),
+            F.coalesce(F.col("route.machine_room"), F.array().cast("array<string>")).alias("broker_rooms"),
         )
     )
 
 
-def client_lists(consumers: DataFrame) -> DataFrame:
-    """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as reported."""
-    entry = F.struct(java_order("client_id").alias("key"), F.col("client_id"))
+def configured_queues(queue_config: DataFrame) -> DataFrame:
+    """One row per (group, topic, client_id): its CONFIG queue list, in mqAll order."""
+    entry = F.struct(java_order("broker_name").alias("key"), F.col("broker_name"), F.col("queue_id"))
+    return (
+        queue_config.groupBy("group", "topic", "client_id")
+        .agg(F.array_sort(F.collect_set(entry)).alias("queues"))
+        .select(
+            "group",
+            "topic",
+            "client_id",
+            F.transform(
+                "queues", lambda q: F.struct(q.broker_name.alias("broker_name"), q.queue_id.alias("queue_id"))
+            ).alias("client_config"),
+        )
+    )
+
+
+def client_lists(consumers: DataFrame, *, queue_config: DataFrame | None = None) -> DataFrame:
+    """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as reported, with
+    each client's machine room and CONFIG list (null without queue_config rows) alongside."""
+    if queue_config is not None:
+        consumers = consumers.join(configured_queues(queue_config), ["group", "topic", "client_id"], "left")
+    else:
+        consumers = consumers.withColumn("client_config", F.lit(None).cast(CLIENT_CONFIG))
+    entry = F.struct(
+        java_order("client_id").alias("key"),
+        F.col("client_id"),
+        F.col("machine_room"),
+        F.col("client_config"),
+    )
     return (
         consumers.groupBy("topic", "group")
         .agg(F.array_sort(F.collect_list(entry)).alias("clients"))
-        .select("topic", "group", F.col("clients.client_id").alias("client_ids"))
+        .select(
+            "topic",
+            "group",
+            F.col("clients.client_id").alias("client_ids"),
+            F.col("clients.machine_room").alias("client_rooms"),
+            F.col("clients.client_config").alias("client_configs"),
+        )
     )
+
+
+CLIENT_CONFIG = "array<struct<broker_name:string,queue_id:int>>"
+
+# Why a strategy cannot run on a (topic, group) when every strategy is asked for: it lacks the
+# configuration that strategy reads. (With --strategies configured it runs, and the client's
+# exception is reported instead.)
+_NEEDS = {
+    "CONFIG": (
+        lambda: F.exists("client_configs", lambda c: c.isNotNull()),
+        "CONFIG needs queue_config rows for the group's clients on this topic",
+    ),
+    "MACHINE_ROOM": (
+        lambda: F.col("consumer_idcs").isNotNull(),
+        "MACHINE_ROOM needs groups.consumer_idcs",
+    ),
+    "MACHINE_ROOM_NEARBY": (
+        lambda: (
+            F.forall("broker_rooms", lambda r: r.isNotNull() & (r != ""))
+            & F.forall("client_rooms", lambda r: r.isNotNull() & (r != ""))
+        ),
+        "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client",
+    ),
+}
 
 
 def with_strategies(
     client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None
 ) -> DataFrame:
-    """Add a ``strategies`` list: each group's configured one (None), or every named strategy."""
+    """Add the group's parameters and a ``strategies`` list: each group's configured one (None),
+    or every named strategy that can run on it, and ``skipped``: the others, with the reason."""
+    params = groups.select(
+        "group",
+        normalised_strategy().alias("strategy"),
+        F.coalesce(F.col("virtual_node_cnt"), F.lit(10)).alias("virtual_node_cnt"),
+        "consumer_idcs",
+        F.upper(F.coalesce(F.col("inner_strategy"), F.lit("AVG"))).alias("inner_strategy"),
+        F.upper(F.coalesce(F.col("message_model"), F.lit("CLUSTERING"))).alias("message_model"),
+    )
+    out = client_lists.join(params, "group", "left").select(
+        client_lists["*"],
+        F.coalesce(F.col("strategy"), F.lit("AVG")).alias("strategy"),
+        F.coalesce(F.col("virtual_node_cnt"), F.lit(10)).alias("virtual_node_cnt"),
+        "consumer_idcs",
+        F.coalesce(F.col("inner_strategy"), F.lit("AVG")).alias("inner_strategy"),
+        F.coalesce(F.col("message_model"), F.lit("CLUSTERING")).alias("message_model"),
+    )
     if strategies is None:
-        configured = groups.select("group", normalised_strategy().alias("strategy"))
         return (
-            client_lists.join(configured, "group", "left")
-            .withColumn("strategies", F.array(F.coalesce(F.col("strategy"), F.lit("AVG"))))
+            out.withColumn("strategies", F.array("strategy"))
+            .withColumn("skipped", F.array().cast(SKIPPED))
             .drop("strategy")
         )
-    return client_lists.withColumn("strategies", F.array(*[F.lit(s) for s in strategies]))
+    runs, skips = [], []
+    for name in strategies:
+        if name in _NEEDS:
+            can, reason = _NEEDS[name]
+            runs.append(F.when(can(), F.lit(name)))
+            skips.append(
+                F.when(~can(), F.struct(F.lit(name).alias("strategy"), F.lit(reason).alias("reason")))
+            )
+        else:
+            runs.append(F.lit(name))
+    skipped = F.filter(F.array(*skips), lambda x: x.isNotNull()) if skips else F.array().cast(SKIPPED)
+    return (
+        out.withColumn("strategies", F.filter(F.array(*runs), lambda x: x.isNotNull()))
+        .withColumn("skipped", skipped.cast(SKIPPED))
+        .drop("strategy")
+    )
+
+
+SKIPPED = "array<struct<strategy:string,reason:string>>"
 
 
 def normalised_strategy() -> Column:
@@ -97,10 +205,5 @@ def group_routes(client_lists: DataFrame, *, routes: DataFrame, scenario: str, p
     return client_lists.join(routes, "topic", "inner").select(
         F.lit(scenario).alias("scenario"),
         F.lit(phase).cast("int").alias("phase"),
-        "strategies",
-        "topic",
-        "group",
-        "broker_names",
-        "read_queue_nums",
-        "client_ids",
+        *schemas.GROUP_ROUTES.fieldNames()[2:],
     )

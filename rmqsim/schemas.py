@@ -131,16 +131,31 @@ RUN_KEYS = (
 
 # One row per (scenario, phase, topic, group): the allocation stage's input. The strategies to
 # run are a list, so a route is shipped to Python once however many strategies are compared.
+QUEUE_REF = StructType([StructField("broker_name", STRING, True), StructField("queue_id", INT, True)])
 GROUP_ROUTES = StructType(
     [
         StructField("scenario", STRING, False),
         StructField("phase", INT, False),
-        StructField("strategies", ArrayType(STRING, False), False),
+        StructField("strategies", ArrayType(STRING, True), False),
+        StructField(
+            "skipped",
+            ArrayType(
+                StructType([StructField("strategy", STRING, True), StructField("reason", STRING, True)]), True
+            ),
+            False,
+        ),
         StructField("topic", STRING, False),
         StructField("group", STRING, False),
-        StructField("broker_names", ArrayType(STRING, False), False),  # Java order
-        StructField("read_queue_nums", ArrayType(INT, False), False),
-        StructField("client_ids", ArrayType(STRING, False), False),  # Java order, duplicates kept
+        StructField("broker_names", ArrayType(STRING, True), False),  # Java order
+        StructField("read_queue_nums", ArrayType(INT, True), False),
+        StructField("broker_rooms", ArrayType(STRING, True), False),
+        StructField("client_ids", ArrayType(STRING, True), False),  # Java order, duplicates kept
+        StructField("client_rooms", ArrayType(STRING, True), False),
+        StructField("client_configs", ArrayType(ArrayType(QUEUE_REF, True), True), False),
+        StructField("virtual_node_cnt", INT, False),
+        StructField("consumer_idcs", ArrayType(STRING, True), True),
+        StructField("inner_strategy", STRING, False),
+        StructField("message_model", STRING, False),
     ]
 )
 

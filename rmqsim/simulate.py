@@ -44,7 +44,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
     valid = checked.snapshot
     topic_routes = routes.topic_routes(valid.topic_queues, brokers=valid.brokers)
-    clients = routes.client_lists(valid.consumers).transform(
+    clients = routes.client_lists(valid.consumers, queue_config=valid.queue_config).transform(
         lambda df: routes.with_strategies(df, groups=valid.groups, strategies=config.strategies)
     )
     group_routes = routes.group_routes(clients, routes=topic_routes, scenario=BASELINE, phase=0)
@@ -72,7 +72,8 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         _write(output, group_metrics, "group_metrics", *PARTITIONED_BY)
         _write(output, consumer_load, "consumer_load", *PARTITIONED_BY)
         _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
-        _write(output, rejects.coalesce(1), "rejects")
+        not_simulated = metrics.allocation_rejects(staged, group_metrics)
+        _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         output.publish()
     except BaseException:

@@ -122,8 +122,27 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         )
     consumers, bad_consumers = _split(consumers, source="consumers", columns=c_cols, rules=consumer_rules)
 
-    all_rejects = reduce(DataFrame.unionByName, [bad_brokers, bad_tq, bad_groups, bad_consumers])
+    parts = [bad_brokers, bad_tq, bad_groups, bad_consumers]
+    queue_config = snapshot.queue_config
+    if queue_config is not None:
+        queue_config, bad_config = _split(
+            queue_config,
+            source="queue_config",
+            columns=queue_config.columns,
+            rules=[
+                *_blank_rules("group", "client_id", "topic", "broker_name"),
+                (F.col("queue_id").isNull(), "queue_id is null"),
+                (F.col("queue_id") < 0, "queue_id is negative"),
+            ],
+        )
+        parts.append(bad_config)
+    all_rejects = reduce(DataFrame.unionByName, parts)
     checked = replace(
-        snapshot, brokers=brokers, topic_queues=topic_queues, consumers=consumers, groups=groups
+        snapshot,
+        brokers=brokers,
+        topic_queues=topic_queues,
+        consumers=consumers,
+        groups=groups,
+        queue_config=queue_config,
     )
     return Checked(checked, all_rejects)

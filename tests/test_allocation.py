@@ -10,8 +10,30 @@ from rmqsim import schemas
 from rmqsim.allocation import assignment_batches, client_queue_batches
 
 
-def _routes(rows: list[tuple]) -> pa.RecordBatch:
-    columns = list(zip(*[("s", 0, [s], *rest) for s, *rest in rows])) or [[] for _ in schemas.GROUP_ROUTES]
+def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
+    """Route rows (strategy, topic, group, brokers, read counts, clients) with default parameters."""
+    full = [
+        (
+            "s",
+            0,
+            [s],
+            [],
+            topic,
+            group,
+            b,
+            n,
+            [None] * len(b),
+            c,
+            [None] * len(c),
+            [None] * len(c),
+            10,
+            None,
+            "AVG",
+            model,
+        )
+        for s, topic, group, b, n, c in rows
+    ]
+    columns = list(zip(*full)) or [[] for _ in schemas.GROUP_ROUTES]
     return pa.RecordBatch.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(columns, to_arrow_schema(schemas.GROUP_ROUTES))],
         schema=to_arrow_schema(schemas.GROUP_ROUTES),
@@ -115,3 +137,11 @@ def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
     load = pdf[pdf.first_in_client].set_index("client_id")
     assert load.client_queues.to_dict() == {"a": 6, "b": 4}
     assert load.client_topics.to_dict() == {"a": 2, "b": 2}
+
+
+def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
+    rows = _routes([("AVG", "t", "g", ["b"], [3], ["x", "y"])], model="BROADCASTING")
+    got = assignment_rows(rows)
+    assert sorted(zip(got.client_id, got.queue_id)) == [(c, q) for c in "xy" for q in range(3)]
+    summary = client_queue_rows(rows)
+    assert summary.queues.tolist() == [3, 3] and summary.multi_owned_queues.tolist() == [3, 3]

@@ -122,7 +122,7 @@ class GroupBatch:
             queue_id=queue_id,
             client_offsets=client_offsets.astype(_I64),
             client_ids=client_ids,
-            params=dict(params or {}),
+            params=params if params is not None else {},  # kept as given: it may build lazily
         )
 
 
