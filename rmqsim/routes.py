@@ -126,70 +126,67 @@ def client_lists(consumers: DataFrame, *, queue_config: DataFrame | None = None)
 
 CLIENT_CONFIG = "array<struct<broker_name:string,queue_id:int>>"
 
-# Why a strategy cannot run on a (topic, group) when every strategy is asked for: it lacks the
-# configuration that strategy reads. (With --strategies configured it runs, and the client's
-# exception is reported instead.)
-_NEEDS = {
-    "CONFIG": (
-        lambda: F.exists("client_configs", lambda c: c.isNotNull()),
-        "CONFIG needs queue_config rows for the group's clients on this topic",
-    ),
-    "MACHINE_ROOM": (
-        lambda: F.col("consumer_idcs").isNotNull(),
-        "MACHINE_ROOM needs groups.consumer_idcs",
-    ),
-    "MACHINE_ROOM_NEARBY": (
-        lambda: (
-            F.forall("broker_rooms", lambda r: r.isNotNull() & (r != ""))
-            & F.forall("client_rooms", lambda r: r.isNotNull() & (r != ""))
+
+# What a strategy needs to run on a (topic, group) when several strategies are compared, and the
+# reject reason where it lacks it. (With --strategies configured it runs regardless, and the
+# client's exception is reported instead.)
+def _needs(name: Column) -> list[tuple[str, Column, str]]:
+    return [
+        (
+            "CONFIG",
+            F.exists("client_configs", lambda c: c.isNotNull()),
+            "CONFIG needs queue_config rows for the group's clients on this topic",
         ),
-        "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client",
-    ),
-}
+        ("MACHINE_ROOM", F.col("consumer_idcs").isNotNull(), "MACHINE_ROOM needs groups.consumer_idcs"),
+        (
+            "MACHINE_ROOM_NEARBY",
+            F.forall("broker_rooms", lambda r: r.isNotNull() & (r != ""))
+            & F.forall("client_rooms", lambda r: r.isNotNull() & (r != "")),
+            "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client",
+        ),
+    ]
+
+
+def _runnable(name: Column) -> Column:
+    out = F.lit(True)
+    for strategy, can, _ in _needs(name):
+        out = F.when(name == strategy, can).otherwise(out)
+    return out
+
+
+def _why_not(name: Column) -> Column:
+    out = F.lit(None).cast("string")
+    for strategy, _, reason in _needs(name):
+        out = F.when(name == strategy, F.lit(reason)).otherwise(out)
+    return out
 
 
 def with_strategies(
     client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None
 ) -> DataFrame:
-    """Add the group's parameters and a ``strategies`` list: each group's configured one (None),
-    or every named strategy that can run on it, and ``skipped``: the others, with the reason."""
+    """Add the group's parameters and the ``strategies`` to run: the group's configured one (None),
+    or the named ones (narrowed by group_routes to those the group has the configuration for)."""
     params = groups.select(
         "group",
         normalised_strategy().alias("strategy"),
-        F.coalesce(F.col("virtual_node_cnt"), F.lit(10)).alias("virtual_node_cnt"),
+        "virtual_node_cnt",
         "consumer_idcs",
-        F.upper(F.coalesce(F.col("inner_strategy"), F.lit("AVG"))).alias("inner_strategy"),
-        F.upper(F.coalesce(F.col("message_model"), F.lit("CLUSTERING"))).alias("message_model"),
+        F.upper(F.col("inner_strategy")).alias("inner_strategy"),
+        F.upper(F.col("message_model")).alias("message_model"),
     )
-    out = client_lists.join(params, "group", "left").select(
+    requested = (
+        F.array(F.coalesce(F.col("strategy"), F.lit("AVG")))
+        if strategies is None
+        else F.array(*[F.lit(s) for s in strategies])
+    )
+    return client_lists.join(params, "group", "left").select(
         client_lists["*"],
-        F.coalesce(F.col("strategy"), F.lit("AVG")).alias("strategy"),
+        requested.alias("strategies"),
+        F.lit(strategies is not None).alias("compare"),
         F.coalesce(F.col("virtual_node_cnt"), F.lit(10)).alias("virtual_node_cnt"),
         "consumer_idcs",
         F.coalesce(F.col("inner_strategy"), F.lit("AVG")).alias("inner_strategy"),
         F.coalesce(F.col("message_model"), F.lit("CLUSTERING")).alias("message_model"),
-    )
-    if strategies is None:
-        return (
-            out.withColumn("strategies", F.array("strategy"))
-            .withColumn("skipped", F.array().cast(SKIPPED))
-            .drop("strategy")
-        )
-    runs, skips = [], []
-    for name in strategies:
-        if name in _NEEDS:
-            can, reason = _NEEDS[name]
-            runs.append(F.when(can(), F.lit(name)))
-            skips.append(
-                F.when(~can(), F.struct(F.lit(name).alias("strategy"), F.lit(reason).alias("reason")))
-            )
-        else:
-            runs.append(F.lit(name))
-    skipped = F.filter(F.array(*skips), lambda x: x.isNotNull()) if skips else F.array().cast(SKIPPED)
-    return (
-        out.withColumn("strategies", F.filter(F.array(*runs), lambda x: x.isNotNull()))
-        .withColumn("skipped", skipped.cast(SKIPPED))
-        .drop("strategy")
     )
 
 
@@ -201,9 +198,24 @@ def normalised_strategy() -> Column:
 
 
 def group_routes(client_lists: DataFrame, *, routes: DataFrame, scenario: str, phase: int) -> DataFrame:
-    """The allocation stage's input (schemas.GROUP_ROUTES): a group's clients beside its topic's route."""
-    return client_lists.join(routes, "topic", "inner").select(
-        F.lit(scenario).alias("scenario"),
-        F.lit(phase).cast("int").alias("phase"),
-        *schemas.GROUP_ROUTES.fieldNames()[2:],
+    """The allocation stage's input (schemas.GROUP_ROUTES): a group's clients beside its topic's
+    route; when strategies are compared, those the group lacks the configuration for are moved to
+    ``skipped`` with the reason."""
+    skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
+    return (
+        client_lists.join(routes, "topic", "inner")
+        .withColumns(
+            {
+                "skipped": F.transform(
+                    F.filter("strategies", skip),
+                    lambda s: F.struct(s.alias("strategy"), _why_not(s).alias("reason")),
+                ),
+                "strategies": F.filter("strategies", lambda s: ~skip(s)),
+            }
+        )
+        .select(
+            F.lit(scenario).alias("scenario"),
+            F.lit(phase).cast("int").alias("phase"),
+            *schemas.GROUP_ROUTES.fieldNames()[2:],
+        )
     )

@@ -19,6 +19,9 @@ BROKERS = [  # broker_name, room, slave alive
     ("broker-a", "hz-a", True),
     ("broker-b", "hz-a", True),
     ("broker-c", "hz-b", False),
+    # MACHINE_ROOM reads the room from "room@broker" names, as RocketMQ does
+    ("hz-a@ledger-1", "hz-a", True),
+    ("hz-b@ledger-2", "hz-b", True),
 ]
 
 # topic: {broker: (read, write, perm)}
@@ -34,40 +37,63 @@ TOPICS = {
     "risk-scores": {"broker-a": (8, 4, 6), "broker-b": (8, 4, 6)},  # shrinking: writes cut first
     "search-index": {"broker-a": (4, 4, 6), "broker-c": (4, 4, 4)},  # read-only on broker-c
     "coupons": {"broker-a": (4, 4, 6), "broker-b": (4, 4, 6), "broker-c": (4, 4, 6)},
+    "ledger": {"hz-a@ledger-1": (4, 4, 6), "hz-b@ledger-2": (4, 4, 6)},
     "%RETRY%pay-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
     "%RETRY%order-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
 }
 
-# group: (strategy or None for no groups row, topics, client ids with rooms)
+# group: (groups row or None for no row, topics, client ids with rooms)
 GROUPS = {
     "pay-consumer": (
-        "AVG",
+        {"strategy": "AVG"},
         ["payments", "refunds", "%RETRY%pay-consumer"],
         [(f"10.0.0.{i}@12345", "hz-a" if i <= 4 else "hz-b") for i in range(1, 9)],
     ),
     "order-consumer": (
-        "AVG_BY_CIRCLE",
+        {"strategy": "AVG_BY_CIRCLE"},
         ["orders", "inventory", "%RETRY%order-consumer"],
         [(f"10.0.1.{i}@23456#8741230{i:03d}", "hz-a" if i % 2 else "hz-b") for i in range(1, 6)],
     ),
     "analytics": (
-        "AVG",
+        {"strategy": "AVG"},
         ["user-events", "orders", "audit", "logistics", "notifications", "coupons"],
         [("10.0.2.11@31001", "hz-a"), ("10.0.2.12@31002", "hz-a"), ("10.0.2.13@31003", "hz-b")],
     ),
-    "notify-consumer": ("AVG", ["notifications"], [(f"10.0.3.{i}@4100{i}", "hz-b") for i in range(1, 7)]),
+    "notify-consumer": (
+        {"strategy": "MACHINE_ROOM_NEARBY", "inner_strategy": "AVG"},
+        ["notifications"],
+        [(f"10.0.3.{i}@4100{i}", "hz-b") for i in range(1, 7)],
+    ),
     "risk-engine": (
-        "AVG",
+        {"strategy": "CONSISTENT_HASH", "virtual_node_cnt": 10},
         ["risk-scores", "payments"],
         [(f"10.0.4.{i}@5200{i}", "hz-a" if i <= 2 else "hz-b") for i in range(1, 5)],
     ),
     "search-indexer": (
-        "AVG_BY_CIRCLE",
+        {"strategy": "AVG_BY_CIRCLE", "message_model": "BROADCASTING"},
         ["search-index"],
         [("10.0.5.1@6100", "hz-b"), ("10.0.5.2@6101", "hz-b")],
     ),
     "audit-archiver": (None, ["audit", "coupons"], [("10.0.6.1@7100", "hz-a")]),
+    "ledger-consumer": (
+        {"strategy": "MACHINE_ROOM", "consumer_idcs": ["hz-a"]},
+        ["ledger"],
+        [("10.0.7.1@8100", "hz-a"), ("10.0.7.2@8101", "hz-a")],
+    ),
+    "billing-export": (
+        {"strategy": "CONFIG"},
+        ["payments"],
+        [("10.0.8.1@9100", "hz-a"), ("10.0.8.2@9101", "hz-b")],
+    ),
 }
+
+# CONFIG: each billing-export client reads the queues configured for it; broker-c's are
+# configured for both (owned twice) and broker-b's for neither (unowned).
+QUEUE_CONFIG = [
+    ("billing-export", "10.0.8.1@9100", "payments", "broker-a", range(8)),
+    ("billing-export", "10.0.8.1@9100", "payments", "broker-c", range(2)),
+    ("billing-export", "10.0.8.2@9101", "payments", "broker-c", range(8)),
+]
 
 
 def tables() -> dict:
@@ -93,16 +119,24 @@ def tables() -> dict:
             for key, value in zip(tq, (topic, broker, read, write, perm)):
                 tq[key].append(value)
     consumers = {"group": [], "topic": [], "client_id": [], "machine_room": []}
-    groups = {"group": [], "strategy": []}
-    for group, (strategy, topics, clients) in GROUPS.items():
-        if strategy:
+    group_columns = ("strategy", "virtual_node_cnt", "consumer_idcs", "inner_strategy", "message_model")
+    groups = {"group": [], **{c: [] for c in group_columns}}
+    for group, (row, topics, clients) in GROUPS.items():
+        if row:
             groups["group"].append(group)
-            groups["strategy"].append(strategy)
+            for c in group_columns:
+                groups[c].append(row.get(c))
         for topic in topics:
             for client_id, room in clients:
                 for key, value in zip(consumers, (group, topic, client_id, room)):
                     consumers[key].append(value)
+    config = {"group": [], "client_id": [], "topic": [], "broker_name": [], "queue_id": []}
+    for group, client, topic, broker, ids in QUEUE_CONFIG:
+        for queue_id in ids:
+            for key, value in zip(config, (group, client, topic, broker, queue_id)):
+                config[key].append(value)
     return {
+        "queue_config": arrow_table(schemas.QUEUE_CONFIG, config),
         "brokers": arrow_table(schemas.BROKERS, brokers),
         "topic_queues": arrow_table(schemas.TOPIC_QUEUES, tq),
         "consumers": arrow_table(schemas.CONSUMERS, consumers),

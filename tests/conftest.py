@@ -48,6 +48,7 @@ def make_snapshot(
     topic_queues: Iterable[Mapping[str, object]],
     consumers: Iterable[Mapping[str, object]],
     groups: Iterable[Mapping[str, object]] | None = None,
+    queue_config: Iterable[Mapping[str, object]] | None = None,
 ) -> str:
     """Write a snapshot from row dicts; absent optional columns stay absent in the Parquet."""
     tables = {
@@ -57,6 +58,10 @@ def make_snapshot(
     }
     if groups is not None:
         tables["groups"] = arrow_table(schemas.GROUPS, _columns(schemas.GROUPS, groups))
+    if queue_config is not None:
+        tables["queue_config"] = arrow_table(
+            schemas.QUEUE_CONFIG, _columns(schemas.QUEUE_CONFIG, queue_config)
+        )
     write_snapshot(tables, str(path))
     return str(path)
 

@@ -63,7 +63,8 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert any(line.startswith("strategy") and "fleet max/mean" in line for line in lines)
-    assert {line.split()[0] for line in lines if line.startswith("AVG")} == {"AVG", "AVG_BY_CIRCLE"}
+    names = {"AVG", "AVG_BY_CIRCLE", "CONFIG", "CONSISTENT_HASH", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY"}
+    assert {line.split()[0] for line in lines if line.split() and line.split()[0] in names} == names
     for table in ("assignments", "group_metrics", "consumer_load", "rejects", "summary"):
         assert (tmp_path / "out" / table).is_dir(), table
     assert not list(tmp_path.glob(".out.tmp-*"))  # staging renamed into place

@@ -8,8 +8,6 @@ null current id; empty or null lists) go through allocate_one.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -17,7 +15,7 @@ import pytest
 from rmqsim import strategies
 from rmqsim.strategies import GroupBatch, distinct_callers, machine_room_nearby, registry
 from rmqsim.strategies.registry import Strategy, allocate
-from tests.conformance import queues, records, unit_examples
+from tests.conformance import java_split, queues, records, resolve, unit_examples
 
 NAME = machine_room_nearby.NAME
 STRATEGY = Strategy(NAME, machine_room_nearby.allocate, check=machine_room_nearby.check)
@@ -27,40 +25,6 @@ STRATEGY = Strategy(NAME, machine_room_nearby.allocate, check=machine_room_nearb
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     # The registry does not list the strategy yet; allocate_one looks it up by name.
     monkeypatch.setitem(registry.STRATEGIES, NAME, STRATEGY)
-
-
-# --- the vectors' room resolvers, as the Java test harness defined them ----------------------------
-
-
-def java_split(text: str, regex: str) -> list[str]:
-    """Java's ``text.split(regex)``: a regex separator, trailing empty strings removed, the whole
-    string when nothing matches (so "" gives [""]), and nothing at all for separators only."""
-    parts, pos = [], 0
-    for match in re.finditer(regex, text):
-        if match.end() == 0:
-            continue  # Java 8+: a zero-width match at the start adds no leading empty string
-        parts.append(text[pos : match.start()])
-        pos = match.end()
-    if not parts:
-        return [text]
-    parts.append(text[pos:])
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
-
-
-def resolve(spec: dict, name: str) -> str | None:
-    if spec["type"] == "prefix":
-        parts = java_split(name, spec["sep"])
-        if not parts:
-            raise IndexError(f"{name!r}.split({spec['sep']!r})[0]: ArrayIndexOutOfBoundsException in Java")
-        return parts[0]
-    if spec["type"] == "suffix":
-        cut = name.rfind(spec["sep"])
-        return None if cut < 0 else name[cut + len(spec["sep"]) :]
-    if spec["type"] == "map":
-        return spec["rooms"].get(name)
-    raise ValueError(f"unknown resolver {spec['type']!r}")
 
 
 def _rooms(r: dict) -> tuple[list, list]:

@@ -15,7 +15,10 @@ TABLES = ("assignments", "group_metrics", "consumer_load", "rejects", "summary")
 
 def _config(out, **kw) -> SimulateConfig:
     return SimulateConfig(
-        snapshot=str(sample_snapshot()), out=str(out), strategies=("AVG", "AVG_BY_CIRCLE"), **kw
+        snapshot=str(sample_snapshot()),
+        out=str(out),
+        strategies=("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONFIG"),
+        **kw,
     )
 
 
@@ -26,7 +29,6 @@ def test_same_input_same_tables(spark, tmp_path) -> None:
         a = spark.read.parquet(str(tmp_path / "a" / table))
         b = spark.read.parquet(str(tmp_path / "b" / table))
         assert_df_equality(a, b, ignore_row_order=True, ignore_column_order=True)
-    assert spark.read.parquet(str(tmp_path / "a" / "assignments")).count() == 2 * 278
 
 
 def test_a_run_that_fails_midway_leaves_the_previous_result(spark, tmp_path, monkeypatch) -> None:

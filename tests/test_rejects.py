@@ -22,11 +22,11 @@ def _snapshot(tmp_path) -> str:
         consumers=consumer_rows("good", "t", ["a", "b"])
         + consumer_rows("good", "t", [""])  # empty client id
         + consumer_rows("lost", "no-such-topic", ["x"])
-        + consumer_rows("hashy", "t", ["h1", "h2"])  # configured strategy not available
-        + consumer_rows("weird", "t", ["w1"]),
+        + consumer_rows("hashy", "t", ["h1", "h2"])  # the client throws for this group
+        + consumer_rows("weird", "t", ["w1", "w2"]),
         groups=[
             {"group": "good", "strategy": "avg_by_circle"},  # names are case-insensitive
-            {"group": "hashy", "strategy": "CONSISTENT_HASH"},
+            {"group": "hashy", "strategy": "CONSISTENT_HASH", "virtual_node_cnt": -1},
             {"group": "weird", "strategy": "FASTEST"},
         ],
     )
@@ -38,10 +38,10 @@ EXPECTED = {
     ("topic_queues", "read_queue_nums is negative"),
     ("consumers", "client_id is null or empty"),
     ("consumers", "topic 'no-such-topic' has no route (no topic_queues row)"),
-    ("groups", "strategy CONSISTENT_HASH is not implemented yet"),
     ("groups", "unknown strategy 'FASTEST'"),
-    ("consumers", "group 'hashy' is not simulated: strategy CONSISTENT_HASH is not implemented yet"),
     ("consumers", "group 'weird' is not simulated: unknown strategy 'FASTEST'"),
+    # an input that is valid but on which the real client throws: reported, not simulated
+    ("allocation", "the client throws: illegal virtualNodeCnt :-1"),
 }
 
 
@@ -50,9 +50,16 @@ def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
     simulate.run(spark, SimulateConfig(snapshot=_snapshot(tmp_path), out=out, strategies=None))
     rejects = spark.read.parquet(f"{out}/rejects").collect()
     assert {(r.source, r.reason) for r in rejects} == EXPECTED
-    assert len(rejects) == 10  # hashy has two clients
+    assert len(rejects) == 9  # weird has two clients
     rows = {r.reason: json.loads(r.row) for r in rejects}
     assert rows["read_queue_nums is negative"]["topic"] == "neg"
+    assert rows["the client throws: illegal virtualNodeCnt :-1"] == {
+        "scenario": "baseline",
+        "phase": 0,
+        "topic": "t",
+        "group": "hashy",
+        "strategy": "CONSISTENT_HASH",
+    }
 
     # the good group still runs, with its configured strategy, over the two valid clients
     owned = spark.read.parquet(f"{out}/assignments").collect()
@@ -72,7 +79,7 @@ def test_rows_in_equal_rows_used_plus_rows_rejected(spark, tmp_path) -> None:
         rows_in = getattr(snapshot, table).count()
         used = getattr(checked.snapshot, table).count()
         assert rows_in == used + rejected.get(table, 0), table
-    assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 5, "groups": 2}
+    assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 4, "groups": 1}
 
 
 def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
@@ -80,4 +87,4 @@ def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     checked = check_snapshot(snapshot, configured_strategies=False)
     reasons = {r.reason for r in checked.rejects.collect()}
     assert not any("strategy" in reason for reason in reasons)
-    assert checked.snapshot.consumers.count() == 5  # good a, b; hashy h1, h2; weird w1
+    assert checked.snapshot.consumers.count() == 6  # good a, b; hashy h1, h2; weird w1, w2

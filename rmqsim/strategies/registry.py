@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rmqsim.strategies import avg, avg_by_circle, consistent_hash, machine_room, machine_room_nearby
+from rmqsim.strategies import (
+    avg,
+    avg_by_circle,
+    config,
+    consistent_hash,
+    machine_room,
+    machine_room_nearby,
+)
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, as_objects, caller_errors
 
 # RocketMQ's own names; strategies of rmqsim's own must not reuse them.
@@ -41,6 +48,7 @@ STRATEGIES: Mapping[str, Strategy] = {
     for s in (
         Strategy(avg.NAME, avg.allocate),
         Strategy(avg_by_circle.NAME, avg_by_circle.allocate),
+        Strategy(config.NAME, config.allocate, checks_arguments=False),
         Strategy(consistent_hash.NAME, consistent_hash.allocate, check=consistent_hash.check),
         Strategy(machine_room.NAME, machine_room.allocate, check=machine_room.check),
         Strategy(machine_room_nearby.NAME, machine_room_nearby.allocate, check=machine_room_nearby.check),
