@@ -51,7 +51,7 @@ class Round:
 
 
 def snapshot_dir(workdir: Path, rows: int, seed: int) -> Path:
-    return workdir / f"snapshot-rows{rows}-seed{seed}"
+    return workdir / f"snapshot-v2-rows{rows}-seed{seed}"
 
 
 def ensure_snapshot(path: Path, rows: int, seed: int) -> bool:
@@ -62,7 +62,9 @@ def ensure_snapshot(path: Path, rows: int, seed: int) -> bool:
         return False
     staging = path.with_name(path.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    generate.write_snapshot(generate.generate(generate.FleetSpec(seed=seed, assignments=rows)), str(staging))
+    # Room-prefixed broker names and queue_config lists, so that MACHINE_ROOM and CONFIG have work.
+    spec = generate.FleetSpec(seed=seed, assignments=rows, room_broker_names=True, queue_config=True)
+    generate.write_snapshot(generate.generate(spec), str(staging))
     staging.rename(path)
     return True
 
@@ -73,14 +75,14 @@ def timed(job: Job) -> float:
     return time.perf_counter() - start
 
 
-def simulate_job(spark: SparkSession, snapshot: Path, out: Path) -> Job:
-    cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=STRATEGIES)
+def simulate_job(spark: SparkSession, snapshot: Path, out: Path, strategies: tuple[str, ...]) -> Job:
+    cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
     return lambda: simulate.run(spark, cfg)
 
 
-def assignments_only_job(spark: SparkSession, snapshot: Path, out: Path) -> Job:
+def assignments_only_job(spark: SparkSession, snapshot: Path, out: Path, strategies: tuple[str, ...]) -> Job:
     """Snapshot to assignments table, no metrics, rejects or summary: where the floor is approached."""
-    cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=STRATEGIES)
+    cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
 
     def job() -> None:
         group_routes, _ = simulate.build_group_routes(spark, cfg)
@@ -144,11 +146,41 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rows", type=int, default=1_000_000, help="queue assignments per strategy")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated, or all")
+    p.add_argument("--each", action="store_true", help="one measurement per strategy, not one for all")
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     args = p.parse_args(argv)
     if args.rows < 1 or args.rounds < 1:
         p.error("--rows and --rounds must be positive")
+    args.strategies = config.parse_strategies(args.strategies)
     return args
+
+
+def measure(
+    spark: SparkSession, snapshot: Path, workdir: Path, strategies: tuple[str, ...], rounds: int
+) -> dict:
+    out, floor_out = workdir / "out", workdir / "floor"
+    sim = simulate_job(spark, snapshot, out, strategies)
+    floor = floor_job(spark, out / "assignments", floor_out)
+    assign = assignments_only_job(spark, snapshot, workdir / "assignments-only", strategies)
+
+    def count() -> int:
+        return spark.read.parquet(str(out / "assignments")).count()
+
+    run_round(0, sim, floor, assign, count)  # warm-up, not reported
+    measured = [run_round(i, sim, floor, assign, count) for i in range(rounds)]
+    rows = measured[-1].assignment_rows
+    if any(r.assignment_rows != rows for r in measured):
+        raise SystemExit(f"assignment rows changed between rounds: {[r.assignment_rows for r in measured]}")
+    median = summarize(measured)
+    print(f"\nstrategies: {','.join(strategies)}")
+    print(format_table(measured, median, rows))
+    return {
+        "strategies": list(strategies),
+        "assignment_rows": rows,
+        "rounds": [{**asdict(r), "ratio": r.ratio} for r in measured],
+        "median": median,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -160,35 +192,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     if ensure_snapshot(snapshot, args.rows, args.seed):
         print(f"generated {snapshot}")
 
-    out, floor_out = workdir / "out", workdir / "floor"
     spark_conf = dict(config.load_profile("local").conf)
     spark = session.build_session(app_name="rmqsim-bench", master=MASTER, conf=spark_conf)
+    sets = [(s,) for s in args.strategies] if args.each else [args.strategies]
     try:
-        sim = simulate_job(spark, snapshot, out)
-        floor = floor_job(spark, out / "assignments", floor_out)
-        assign = assignments_only_job(spark, snapshot, workdir / "assignments-only")
-
-        def count() -> int:
-            return spark.read.parquet(str(out / "assignments")).count()
-
-        run_round(0, sim, floor, assign, count)  # warm-up, not reported
-        rounds = [run_round(i, sim, floor, assign, count) for i in range(args.rounds)]
+        measurements = [measure(spark, snapshot, workdir, strategies, args.rounds) for strategies in sets]
         spark_version = spark.version
     finally:
         spark.stop()
 
-    rows = rounds[-1].assignment_rows
-    if any(r.assignment_rows != rows for r in rounds):
-        raise SystemExit(f"assignment rows changed between rounds: {[r.assignment_rows for r in rounds]}")
-    median = summarize(rounds)
-    print(format_table(rounds, median, rows))
+    if len(measurements) > 1:
+        print("\nper strategy: simulate / floor, assignments only / floor (medians)")
+        for m in measurements:
+            med = m["median"]
+            print(f"  {m['strategies'][0]:<22}{med['ratio']:>6.2f}{med['assignments_only_ratio']:>8.2f}")
     results = {
         "rows_requested": args.rows,
         "seed": args.seed,
-        "assignment_rows": rows,
-        "strategies": list(STRATEGIES),
-        "rounds": [{**asdict(r), "ratio": r.ratio} for r in rounds],
-        "median": median,
+        "measurements": measurements,
         "spark": {"version": spark_version, "master": MASTER, "conf": spark_conf},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -65,6 +65,16 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--brokers", type=int, default=8)
     gen.add_argument("--rooms", type=int, default=2)
     gen.add_argument("--mean-clients", type=float, default=8.0, help="mean clients per group")
+    gen.add_argument(
+        "--room-broker-names",
+        action="store_true",
+        help='name brokers "room@broker-NN", as MACHINE_ROOM fleets do',
+    )
+    gen.add_argument(
+        "--queue-config",
+        action="store_true",
+        help="write a CONFIG list for every client (queue_config table)",
+    )
     return p
 
 
@@ -101,6 +111,8 @@ def _generate(args: argparse.Namespace) -> int:
         brokers=args.brokers,
         rooms=args.rooms,
         mean_clients=args.mean_clients,
+        room_broker_names=args.room_broker_names,
+        queue_config=args.queue_config,
     )
     counts = generate.write_snapshot(generate.generate(fleet), args.out)
     print(", ".join(f"{table}: {n} rows" for table, n in counts.items()) + f" in {args.out}")

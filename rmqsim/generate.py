@@ -49,6 +49,8 @@ class FleetSpec:
     rooms: int = 2
     mean_clients: float = 8.0
     strategies: tuple[str, ...] = ("AVG", "AVG_BY_CIRCLE")
+    room_broker_names: bool = False  # "hz-a@broker-00", as fleets using MACHINE_ROOM name them
+    queue_config: bool = False  # a CONFIG list for every client (dealt round-robin)
 
 
 def room_names(n: int) -> list[str]:
@@ -80,8 +82,9 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
     rng = np.random.default_rng(spec.seed)
     rooms = room_names(spec.rooms)
     n_b = spec.brokers
-    broker_names = np.array([f"broker-{i:02d}" for i in range(n_b)], dtype=object)
     broker_room = np.array([rooms[i % len(rooms)] for i in range(n_b)], dtype=object)
+    prefix = [f"{broker_room[i]}@" if spec.room_broker_names else "" for i in range(n_b)]
+    broker_names = np.array([f"{prefix[i]}broker-{i:02d}" for i in range(n_b)], dtype=object)
     brokers = arrow_table(
         schemas.BROKERS,
         {
@@ -172,14 +175,58 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
     allowed = [s for s in spec.strategies if s in STRATEGIES] or ["AVG"]
     weights = np.array([3.0] + [1.0] * (len(allowed) - 1))
     strategy = rng.choice(np.array(allowed, dtype=object), n_groups, p=weights / weights.sum())
+    # MACHINE_ROOM consumers name the rooms they serve: one room, or all of them.
+    idcs = [rooms[: 1 + (g % len(rooms))] for g in np.flatnonzero(has_subs)]
     groups = arrow_table(
         schemas.GROUPS,
         {
             "group": group_names[has_subs],
             "strategy": strategy[has_subs],
+            "virtual_node_cnt": np.full(int(has_subs.sum()), 10, dtype=np.int32),
+            "consumer_idcs": idcs,
+            "inner_strategy": ["AVG"] * int(has_subs.sum()),
         },
     )
-    return {"brokers": brokers, "topic_queues": topic_queues, "consumers": consumers, "groups": groups}
+    tables = {"brokers": brokers, "topic_queues": topic_queues, "consumers": consumers, "groups": groups}
+    if spec.queue_config:
+        tables["queue_config"] = _queue_config(
+            topic_queues, sub_group, sub_topic, clients, first_client, group_names, topic_names, client_ids
+        )
+    return tables
+
+
+def _queue_config(
+    topic_queues, sub_group, sub_topic, clients, first_client, group_names, topic_names, client_ids
+) -> pa.Table:
+    """Every readable queue of each subscription configured for one client, dealt round-robin."""
+    tq = topic_queues.to_pandas()
+    tq = tq[(tq.perm & 4) != 0]
+    topic_index = {t: i for i, t in enumerate(topic_names)}
+    tq_topic = tq.topic.map(topic_index).to_numpy()
+    order = np.argsort(tq_topic, kind="stable")
+    tq_topic, nums = tq_topic[order], tq.read_queue_nums.to_numpy()[order].astype(np.int64)
+    brokers = tq.broker_name.to_numpy(dtype=object)[order]
+    # queues of each topic, flat: broker row and queue id
+    q_row = np.repeat(np.arange(len(nums)), nums)
+    q_id = np.arange(len(q_row)) - np.repeat(np.cumsum(nums) - nums, nums)
+    per_topic = np.bincount(tq_topic, weights=nums, minlength=len(topic_names)).astype(np.int64)
+    topic_start = np.cumsum(per_topic) - per_topic
+    # one row per (subscription, queue of its topic)
+    n = per_topic[sub_topic]
+    row_sub = np.repeat(np.arange(len(sub_group)), n)
+    within = np.arange(len(row_sub)) - np.repeat(np.cumsum(n) - n, n)
+    queue = topic_start[sub_topic[row_sub]] + within
+    client = first_client[sub_group[row_sub]] + within % clients[sub_group[row_sub]]
+    return arrow_table(
+        schemas.QUEUE_CONFIG,
+        {
+            "group": group_names[sub_group[row_sub]],
+            "client_id": client_ids[client],
+            "topic": topic_names[sub_topic[row_sub]],
+            "broker_name": brokers[q_row[queue]],
+            "queue_id": q_id[queue].astype(np.int32),
+        },
+    )
 
 
 def write_snapshot(tables: dict[str, pa.Table], out: str) -> dict[str, int]:

@@ -44,7 +44,10 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
     valid = checked.snapshot
     topic_routes = routes.topic_routes(valid.topic_queues, brokers=valid.brokers)
-    clients = routes.client_lists(valid.consumers, queue_config=valid.queue_config).transform(
+    # CONFIG lists are as long as the assignments: join them only where CONFIG may run.
+    may_run_config = config.strategies is None or "CONFIG" in config.strategies
+    queue_config = valid.queue_config if may_run_config else None
+    clients = routes.client_lists(valid.consumers, queue_config=queue_config).transform(
         lambda df: routes.with_strategies(df, groups=valid.groups, strategies=config.strategies)
     )
     group_routes = routes.group_routes(clients, routes=topic_routes, scenario=BASELINE, phase=0)

@@ -45,3 +45,17 @@ def test_size_is_near_the_target_and_rows_are_consistent() -> None:
         tables["topic_queues"].column("write_queue_nums").to_numpy()
         <= tables["topic_queues"].column("read_queue_nums").to_numpy()
     )
+
+
+def test_machine_room_names_and_config_lists() -> None:
+    tables = generate(FleetSpec(seed=4, assignments=20_000, room_broker_names=True, queue_config=True))
+    names = tables["brokers"].column("broker_name").to_pylist()
+    rooms = tables["brokers"].column("machine_room").to_pylist()
+    assert all(n.split("@")[0] == r for n, r in zip(names, rooms))
+    # every readable queue of every subscription is configured for exactly one of the group's clients
+    config = tables["queue_config"].to_pandas()
+    assert len(config) == _assignments(tables)
+    assert not config.duplicated(["group", "topic", "broker_name", "queue_id"]).any()
+    consumers = tables["consumers"].to_pandas()
+    known = set(zip(consumers.group, consumers.topic, consumers.client_id))
+    assert set(zip(config.group, config.topic, config.client_id)) <= known

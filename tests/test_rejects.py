@@ -88,3 +88,33 @@ def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     reasons = {r.reason for r in checked.rejects.collect()}
     assert not any("strategy" in reason for reason in reasons)
     assert checked.snapshot.consumers.count() == 6  # good a, b; hashy h1, h2; weird w1, w2
+
+
+def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_path) -> None:
+    # No queue_config, no consumer_idcs, no machine rooms: with every strategy asked for, the three
+    # that read them are skipped for the (topic, group), each with a reject row saying why.
+    snapshot = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 4}),
+        consumers=consumer_rows("g", "t", ["x", "y"]),
+    )
+    out = str(tmp_path / "out")
+    simulate.run(
+        spark,
+        SimulateConfig(
+            snapshot=snapshot,
+            out=out,
+            strategies=("AVG", "CONFIG", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY", "CONSISTENT_HASH"),
+        ),
+    )
+    rejects = {
+        (json.loads(r.row)["strategy"], r.reason) for r in spark.read.parquet(f"{out}/rejects").collect()
+    }
+    assert rejects == {
+        ("CONFIG", "CONFIG needs queue_config rows for the group's clients on this topic"),
+        ("MACHINE_ROOM", "MACHINE_ROOM needs groups.consumer_idcs"),
+        ("MACHINE_ROOM_NEARBY", "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client"),
+    }
+    ran = {r.strategy for r in spark.read.parquet(f"{out}/group_metrics").collect()}
+    assert ran == {"AVG", "CONSISTENT_HASH"}
