@@ -25,6 +25,16 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def quiet_logs() -> dict[str, str]:
+    """Point a JVM that this process starts at conf/log4j2.properties (spark-submit has its own)."""
+    from rmqsim.config import conf_dir
+
+    path = conf_dir() / "log4j2.properties"
+    if under_spark_submit() or not path.exists():
+        return {}
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={path.as_uri()}"}
+
+
 def build_session(
     *, app_name: str = "rmqsim", master: str | None = None, conf: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -33,7 +43,7 @@ def build_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # The progress bar (stages longer than 0.5 s) helps at a terminal and litters CI logs.
     progress = {"spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
-    settings = {**DEFAULTS, **progress, **(conf or {})}
+    settings = {**DEFAULTS, **progress, **quiet_logs(), **(conf or {})}
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
