@@ -55,3 +55,25 @@ def resolve(spec: dict, name: str) -> str | None:
     if spec["type"] == "map":
         return spec["rooms"].get(name)
     raise ValueError(f"unknown resolver {spec['type']!r}")
+
+
+def assert_single_call(r: dict, name: str, params: dict | None = None) -> None:
+    """A single-call record (current_cid) through allocate_one: its result, or its exception."""
+    import pytest
+
+    from rmqsim import strategies
+
+    call = (
+        name,
+        r["topic"],
+        queues(r["queues"]) if r["queues"] is not None else None,
+        r["consumers"],
+        r["current_cid"],
+        params,
+    )
+    if "error" in r:
+        with pytest.raises(strategies.AllocationError) as raised:
+            strategies.allocate_one(*call)
+        assert str(raised.value) == r["error_message"], r["case_id"]
+    else:
+        assert strategies.allocate_one(*call) == queues(r["result"]), r["case_id"]

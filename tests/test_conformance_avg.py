@@ -11,7 +11,7 @@ import pytest
 
 from rmqsim import strategies
 from rmqsim.strategies import GroupBatch, distinct_callers
-from tests.conformance import queues, records, unit_examples
+from tests.conformance import assert_single_call, queues, records, unit_examples
 
 STRATEGIES = ["AVG", "AVG_BY_CIRCLE"]
 
@@ -73,19 +73,7 @@ def test_single_call_records(name: str) -> None:
     recs = _single_call_records(name)
     assert recs
     for r in recs:
-        call = (
-            name,
-            r["topic"],
-            queues(r["queues"]) if r["queues"] is not None else None,
-            r["consumers"],
-            r["current_cid"],
-        )
-        if "error" in r:
-            with pytest.raises(strategies.AllocationError) as raised:
-                strategies.allocate_one(*call)
-            assert str(raised.value) == r["error_message"], r["case_id"]
-        else:
-            assert strategies.allocate_one(*call) == queues(r["result"]), r["case_id"]
+        assert_single_call(r, name, None)
 
 
 def test_hand_worked_avg_and_circle() -> None:

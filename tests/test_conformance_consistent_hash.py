@@ -24,7 +24,7 @@ from rmqsim.strategies import (
     registry,
 )
 from rmqsim.strategies.registry import Strategy, allocate
-from tests.conformance import queues, records, unit_examples
+from tests.conformance import assert_single_call, queues, records, unit_examples
 
 NAME = consistent_hash.NAME
 STRATEGY = Strategy(NAME, consistent_hash.allocate, check=consistent_hash.check)
@@ -148,20 +148,7 @@ def test_single_call_records(registered: None) -> None:
     recs = _single_call_records()
     assert recs
     for r in recs:
-        call = (
-            NAME,
-            r["topic"],
-            queues(r["queues"]) if r["queues"] is not None else None,
-            r["consumers"],
-            r["current_cid"],
-            _params([r]),
-        )
-        if "error" in r:
-            with pytest.raises(AllocationError) as raised:
-                allocate_one(*call)
-            assert str(raised.value) == r["error_message"], r["case_id"]
-        else:
-            assert allocate_one(*call) == queues(r["result"]), r["case_id"]
+        assert_single_call(r, NAME, _params([r]))
 
 
 def test_negative_virtual_node_count_is_the_constructors_error(registered: None) -> None:

@@ -14,7 +14,7 @@ import pytest
 from rmqsim import strategies
 from rmqsim.strategies import GroupBatch, distinct_callers, machine_room, registry
 from rmqsim.strategies.batch import as_objects
-from tests.conformance import queues, records, unit_examples
+from tests.conformance import assert_single_call, queues, records, unit_examples
 
 NAME = "MACHINE_ROOM"
 STRATEGY = registry.Strategy(NAME, machine_room.allocate, check=machine_room.check)
@@ -118,20 +118,7 @@ def test_single_call_records() -> None:
     recs = _single_call_records()
     assert recs
     for r in recs:
-        call = (
-            NAME,
-            r["topic"],
-            queues(r["queues"]) if r["queues"] is not None else None,
-            r["consumers"],
-            r["current_cid"],
-            {"consumer_idcs": _idcs([r["params"]["consumeridcs"]])},
-        )
-        if "error" in r:
-            with pytest.raises(strategies.AllocationError) as raised:
-                strategies.allocate_one(*call)
-            assert str(raised.value) == r["error_message"], r["case_id"]
-        else:
-            assert strategies.allocate_one(*call) == queues(r["result"]), r["case_id"]
+        assert_single_call(r, NAME, {"consumer_idcs": _idcs([r["params"]["consumeridcs"]])})
 
 
 @pytest.mark.usefixtures("registered")

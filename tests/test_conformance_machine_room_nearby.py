@@ -15,7 +15,7 @@ import pytest
 from rmqsim import strategies
 from rmqsim.strategies import GroupBatch, distinct_callers, machine_room_nearby, registry
 from rmqsim.strategies.registry import Strategy, allocate
-from tests.conformance import java_split, queues, records, resolve, unit_examples
+from tests.conformance import assert_single_call, java_split, queues, records, resolve, unit_examples
 
 NAME = machine_room_nearby.NAME
 STRATEGY = Strategy(NAME, machine_room_nearby.allocate, check=machine_room_nearby.check)
@@ -140,20 +140,7 @@ def test_single_call_records(registered: None) -> None:
             "client_room": np.array(client_room, dtype=object),
             "inner_strategy": np.array([r["params"]["inner"]], dtype=object),
         }
-        call = (
-            NAME,
-            r["topic"],
-            queues(r["queues"]) if r["queues"] is not None else None,
-            r["consumers"],
-            r["current_cid"],
-            params,
-        )
-        if "error" in r:
-            with pytest.raises(strategies.AllocationError) as raised:
-                strategies.allocate_one(*call)
-            assert str(raised.value) == r["error_message"], r["case_id"]
-        else:
-            assert strategies.allocate_one(*call) == queues(r["result"]), r["case_id"]
+        assert_single_call(r, NAME, params)
 
 
 def test_java_split_semantics() -> None:
