@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -41,13 +41,13 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
     if config.scenarios:
         raise InputError("arguments", "--scenarios", "scenarios are not supported by this version yet")
     snapshot = load_snapshot(spark, config.snapshot)
+    if config.strategies is not None and "CONFIG" not in config.strategies:
+        # CONFIG lists are as long as the assignments: a run without CONFIG neither reads nor checks them.
+        snapshot = replace(snapshot, queue_config=None)
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
     valid = checked.snapshot
     topic_routes = routes.topic_routes(valid.topic_queues, brokers=valid.brokers)
-    # CONFIG lists are as long as the assignments: join them only where CONFIG may run.
-    may_run_config = config.strategies is None or "CONFIG" in config.strategies
-    queue_config = valid.queue_config if may_run_config else None
-    clients = routes.client_lists(valid.consumers, queue_config=queue_config).transform(
+    clients = routes.client_lists(valid.consumers, queue_config=valid.queue_config).transform(
         lambda df: routes.with_strategies(df, groups=valid.groups, strategies=config.strategies)
     )
     group_routes = routes.group_routes(clients, routes=topic_routes, scenario=BASELINE, phase=0)
