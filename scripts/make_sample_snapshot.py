@@ -1,8 +1,9 @@
 """Write the bundled sample snapshot (conf/sample_snapshot): a small fleet a person can read.
 
-Three brokers in two machine rooms, a dozen topics (one mid-shrink with fewer write than read
-queues, one read-only on one broker, two retry topics), seven groups. Run it again after editing;
-the Parquet files it writes are committed.
+Five brokers in two machine rooms (two named room@broker for MACHINE_ROOM), 14 topics (one
+mid-shrink with fewer write than read queues, one read-only on one broker, two retry topics), nine
+groups: one per strategy, a BROADCASTING one and one with no groups row. Run it again after
+editing; the Parquet files it writes are committed.
 """
 
 from __future__ import annotations
