@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 from rmqsim import schemas
 
 RUN = ["scenario", "phase", "strategy"]
-GROUP_KEYS = [*RUN, "topic", "group"]
 
 
 def _max_over_mean(max_col: str, mean_col: str) -> Column:

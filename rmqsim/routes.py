@@ -130,7 +130,7 @@ CLIENT_CONFIG = "array<struct<broker_name:string,queue_id:int>>"
 # What a strategy needs to run on a (topic, group) when several strategies are compared, and the
 # reject reason where it lacks it. (With --strategies configured it runs regardless, and the
 # client's exception is reported instead.)
-def _needs(name: Column) -> list[tuple[str, Column, str]]:
+def _needs() -> list[tuple[str, Column, str]]:
     return [
         (
             "CONFIG",
@@ -149,14 +149,14 @@ def _needs(name: Column) -> list[tuple[str, Column, str]]:
 
 def _runnable(name: Column) -> Column:
     out = F.lit(True)
-    for strategy, can, _ in _needs(name):
+    for strategy, can, _ in _needs():
         out = F.when(name == strategy, can).otherwise(out)
     return out
 
 
 def _why_not(name: Column) -> Column:
     out = F.lit(None).cast("string")
-    for strategy, _, reason in _needs(name):
+    for strategy, _, reason in _needs():
         out = F.when(name == strategy, F.lit(reason)).otherwise(out)
     return out
 
@@ -188,9 +188,6 @@ def with_strategies(
         F.coalesce(F.col("inner_strategy"), F.lit("AVG")).alias("inner_strategy"),
         F.coalesce(F.col("message_model"), F.lit("CLUSTERING")).alias("message_model"),
     )
-
-
-SKIPPED = "array<struct<strategy:string,reason:string>>"
 
 
 def normalised_strategy() -> Column:
