@@ -28,7 +28,6 @@ from rmqsim.strategies.batch import (
     batch_client_codes,
     concat_allocations,
     duplicate_client_counts,
-    group_errors,
     take,
 )
 
@@ -208,7 +207,6 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     """
     out = []
     group_code = _group_codes(rows)
-    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
     for a in allocate_rows(rows):
         batch, callers = a.batch, a.callers
         g = callers.group
@@ -220,11 +218,12 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
         multi_owned = np.bincount(queue_group, weights=owners > 1, minlength=batch.n_groups)
         first_in_group, _, _ = skew.first_of_each(g)
-        # A group's error: the one every caller gets, else the first caller-specific one.
-        errors = group_errors(batch)
-        errors[broadcasting] = None  # a BROADCASTING client never calls allocate
-        for k in np.flatnonzero(np.not_equal(a.errors, None))[::-1]:
-            errors[g[k]] = errors[g[k]] or a.errors[k]
+        # A group's error: its first caller's that threw. The registry's checks already give every
+        # caller a group-wide error (empty mqAll), and only for strategies that make them.
+        errors = np.full(batch.n_groups, None, dtype=object)
+        threw = np.flatnonzero(np.not_equal(a.errors, None))
+        first_thrower, at = np.unique(g[threw], return_index=True)
+        errors[first_thrower] = a.errors[threw[at]]
         client_code = batch_client_codes(batch)[callers.client]
         fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
         first_in_client, client_class, client_topics = skew.first_of_each(fleet_key)

@@ -145,3 +145,12 @@ def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
     assert sorted(zip(got.client_id, got.queue_id)) == [(c, q) for c in "xy" for q in range(3)]
     summary = client_queue_rows(rows)
     assert summary.queues.tolist() == [3, 3] and summary.multi_owned_queues.tolist() == [3, 3]
+
+
+def test_config_reports_no_error_where_it_throws_none() -> None:
+    # ByConfig checks nothing: with no readable queue it still returns the configured list, so the
+    # group has no error (AVG on the same route reports the client's "mqAll is null or mqAll empty").
+    rows = _routes([("CONFIG", "t", "g", [], [], ["x"]), ("AVG", "u", "h", [], [], ["y"])])
+    summary = client_queue_rows(rows).set_index("strategy")
+    assert summary.loc["CONFIG"].error is None
+    assert summary.loc["AVG"].error == "mqAll is null or mqAll empty"
