@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from rmqsim import allocation, config, generate, session, simulate
+from rmqsim import allocation, config, generate, metrics, session, simulate
 
 MASTER = "local[2]"
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE")
@@ -89,9 +89,9 @@ def assignments_only_job(spark: SparkSession, snapshot: Path, out: Path, strateg
         staged = allocation.partition_by_group(
             group_routes, partitions=simulate.allocation_partitions(spark, cfg)
         )
-        allocation.assignments(staged).write.mode("overwrite").partitionBy(*simulate.PARTITIONED_BY).parquet(
-            str(out)
-        )
+        metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
+            *simulate.PARTITIONED_BY
+        ).parquet(str(out))
 
     return job
 

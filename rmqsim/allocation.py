@@ -31,8 +31,8 @@ from rmqsim.strategies.batch import (
     take,
 )
 
-ASSIGNMENTS_ARROW = to_arrow_schema(schemas.ASSIGNMENTS)
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
+OWNED_ARROW = CLIENT_QUEUES_ARROW.field("owned").type
 
 
 def _list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
@@ -70,10 +70,17 @@ def _objects(values: list) -> np.ndarray:
     return out
 
 
-def _config_lists(configs: pa.Array) -> np.ndarray:
-    return _objects(
-        [None if c is None else [(q["broker_name"], q["queue_id"]) for q in c] for c in configs.to_pylist()]
+def _config_lists(rows: pa.RecordBatch, client_offsets: np.ndarray) -> np.ndarray:
+    """Each flat client's CONFIG list as [(broker_name, queue_id), ...], or None.
+
+    A row whose ``client_configs`` is null (no queue_config table) gives all its clients None."""
+    out = np.full(client_offsets[-1], None, dtype=object)
+    valid = pc.is_valid(rows.column("client_configs")).to_numpy(zero_copy_only=False)
+    configs = _list_column(rows, "client_configs")[1].to_pylist()  # a null row adds nothing
+    out[np.repeat(valid, np.diff(client_offsets))] = _objects(
+        [None if c is None else [(q["broker_name"], q["queue_id"]) for q in c] for c in configs]
     )
+    return out
 
 
 def to_batch(rows: pa.RecordBatch) -> GroupBatch:
@@ -90,7 +97,7 @@ def to_batch(rows: pa.RecordBatch) -> GroupBatch:
             "inner_strategy": lambda: np.asarray(rows.column("inner_strategy").to_pylist(), dtype=object),
             "queue_room": lambda: as_objects(take(broker_rooms, queue_broker_index)),
             "client_room": lambda: as_objects(_list_column(rows, "client_rooms")[1]),
-            "client_config": lambda: _config_lists(_list_column(rows, "client_configs")[1]),
+            "client_config": lambda: _config_lists(rows, client_offsets),
         }
     )
     return GroupBatch.from_routes(
@@ -176,18 +183,19 @@ def _keys(rows: pa.RecordBatch, strategy: str, group: np.ndarray) -> list[pa.Arr
     return [scenario, phase, _constant(strategy, len(group)), topic, grp]
 
 
-def assignment_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """One row per (strategy, client, queue it owns): schemas.ASSIGNMENTS."""
-    out = []
-    for a in allocate_rows(rows):
-        group = a.callers.group[a.allocation.caller]
-        columns = _keys(rows, a.strategy, group)
-        columns.append(_take(a.batch.client_ids, a.callers.client[a.allocation.caller]))
-        brokers = a.allocation.brokers(a.batch)
-        columns.append(brokers if isinstance(brokers, pa.Array) else pa.array(brokers, type=pa.string()))
-        columns.append(pa.array(a.allocation.queue_ids(a.batch), type=pa.int32()))
-        out.append(pa.RecordBatch.from_arrays(columns, schema=ASSIGNMENTS_ARROW))
-    return out
+def _owned_lists(a: Allocated) -> pa.ListArray:
+    """Each caller's queues as a list, in the order the strategy returned them."""
+    caller = a.allocation.caller
+    order = pa.array(np.argsort(caller, kind="stable"), type=pa.int64())
+    offsets = np.zeros(len(a.callers) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(caller, minlength=len(a.callers)), out=offsets[1:])
+    brokers = a.allocation.brokers(a.batch)
+    brokers = brokers if isinstance(brokers, pa.Array) else pa.array(brokers, type=pa.string())
+    queue_ids = pa.array(a.allocation.queue_ids(a.batch), type=pa.int32())
+    queues = pa.StructArray.from_arrays(
+        [brokers.take(order), queue_ids.take(order)], fields=list(OWNED_ARROW.value_type)
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), queues, type=OWNED_ARROW)
 
 
 def _group_codes(rows: pa.RecordBatch) -> np.ndarray:
@@ -201,9 +209,10 @@ def _group_codes(rows: pa.RecordBatch) -> np.ndarray:
 def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     """One row per (strategy, topic, group, distinct client): schemas.CLIENT_QUEUES.
 
-    Each row carries its (topic, group)'s metrics and the client's load over all of the group's
-    topics in the batch, so the batch must hold every topic of each group it holds (see
-    whole_groups). group_metrics and consumer_load are then plain row filters.
+    Each row carries the queues the client owns, its (topic, group)'s metrics and the client's
+    load over all of the group's topics in the batch, so the batch must hold every topic of each
+    group it holds (see whole_groups). assignments, group_metrics and consumer_load are then an
+    explode and two row filters of these rows, done by Spark.
     """
     out = []
     group_code = _group_codes(rows)
@@ -254,6 +263,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             pa.array(client_total[client_class], type=pa.int64()),
             pa.array(first_in_group, type=pa.bool_()),
             pa.array(first_in_client, type=pa.bool_()),
+            _owned_lists(a),
         ]
         out.append(pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW))
     return out
@@ -292,11 +302,6 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
-def map_assignments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for rows in batches:
-        yield from assignment_batches(rows)
-
-
 def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for rows in whole_groups(batches):
         yield from client_queue_batches(rows)
@@ -312,10 +317,6 @@ def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame
     tasks than there are cores; contiguous, so whole_groups can hand each group whole to Python.
     """
     return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "topic")
-
-
-def assignments(group_routes: DataFrame) -> DataFrame:
-    return group_routes.mapInArrow(map_assignments, schemas.ASSIGNMENTS)
 
 
 def client_queues(group_routes: DataFrame) -> DataFrame:

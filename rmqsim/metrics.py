@@ -1,7 +1,7 @@
-"""Skew metrics (SPEC section 4), aggregated from one row per (group, distinct client).
+"""The output tables (SPEC section 4), all derived from one row per (group, distinct client).
 
 The allocation stage already counted each client's queues and each group's unowned and
-multi-owned queues, so nothing here touches the (much larger) assignment rows.
+multi-owned queues, so no metric touches the (much larger) assignment rows.
 """
 
 from __future__ import annotations
@@ -17,6 +17,14 @@ RUN = ["scenario", "phase", "strategy"]
 def _max_over_mean(max_col: str, mean_col: str) -> Column:
     # ANSI mode makes x / 0 an error, and a group with no queue has no meaningful ratio.
     return F.when(F.col(mean_col) > 0, F.col(max_col) / F.col(mean_col))
+
+
+def assignments(client_queues: DataFrame) -> DataFrame:
+    """One row per (scenario, phase, strategy, topic, group, client, queue it owns):
+    schemas.ASSIGNMENTS, each client's owned list exploded in the JVM (shipping one Arrow row per
+    queue out of Python cost more than the allocation itself)."""
+    keys = [f for f in schemas.ASSIGNMENTS.fieldNames() if f not in schemas.OWNED_QUEUE.fieldNames()]
+    return client_queues.select(*keys, F.inline("owned"))
 
 
 def group_metrics(client_queues: DataFrame) -> DataFrame:

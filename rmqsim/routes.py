@@ -23,60 +23,52 @@ def java_order(name: str) -> Column:
     return F.encode(F.col(f"`{name}`"), "UTF-16BE")
 
 
-def live_broker_names(brokers: DataFrame) -> DataFrame:
-    """Broker names with at least one instance alive: the ones still in the NameServer's routes."""
+def broker_facts(brokers: DataFrame) -> DataFrame:
+    """One row per broker_name: ``alive`` (an instance is up, so the NameServer still routes it;
+    a null alive counts as up) and ``machine_room`` (the master's where instances disagree)."""
     alive = F.coalesce(F.col("alive"), F.lit(True))
-    return (
-        brokers.groupBy("broker_name")
-        .agg(F.max(alive.cast("int")).alias("alive"))
-        .where(F.col("alive") == 1)
-        .select("broker_name")
-    )
-
-
-def filter_readable_queue_data(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
-    """QueueData the client turns into queues: read permission, read queues, a live broker."""
-    readable = (F.col("perm").bitwiseAND(PERM_READ) != 0) & (F.col("read_queue_nums") > 0)
-    return topic_queues.where(readable).join(live_broker_names(brokers), "broker_name", "left_semi")
-
-
-def broker_rooms(brokers: DataFrame) -> DataFrame:
-    """One row per broker_name: its machine room (the master's where instances disagree)."""
     master_room = F.max(F.when(F.col("broker_id") == 0, F.col("machine_room")))
     return brokers.groupBy("broker_name").agg(
-        F.coalesce(master_room, F.max("machine_room")).alias("machine_room")
+        F.max(alive).alias("alive"),
+        F.coalesce(master_room, F.max("machine_room")).alias("machine_room"),
     )
 
 
 def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
     """One row per topic: ``broker_names`` in Java order, their ``read_queue_nums`` and rooms.
 
+    A QueueData becomes queues when it has read permission and read queues on a live broker.
     mqAll is a set in the client, so repeated QueueData for one broker add no queues: a broker
     contributes queues 0..max(read_queue_nums)-1. A topic whose every QueueData is unreadable keeps
     its row with empty arrays (the client then throws "mqAll is null or mqAll empty").
+    One aggregation per topic does it all: every shuffle is a Spark job, and these tables are small.
     """
-    per_broker = (
-        filter_readable_queue_data(topic_queues, brokers=brokers)
-        .groupBy("topic", "broker_name")
-        .agg(F.max("read_queue_nums").alias("read_queue_nums"))
-        .join(broker_rooms(brokers), "broker_name", "left")
+    readable = (
+        (F.col("perm").bitwiseAND(PERM_READ) != 0)
+        & (F.col("read_queue_nums") > 0)
+        & F.coalesce(F.col("alive"), F.lit(False))
     )
     entry = F.struct(
         java_order("broker_name").alias("key"),
+        (-F.col("read_queue_nums")).alias("most_queues_first"),
         F.col("broker_name"),
         F.col("read_queue_nums"),
         F.col("machine_room"),
     )
-    routes = per_broker.groupBy("topic").agg(F.array_sort(F.collect_list(entry)).alias("route"))
+    queue_data = F.array_sort(F.collect_list(F.when(readable, entry)))  # collect_list drops nulls
+    first_per_broker = F.filter(
+        "queue_data", lambda e, i: (i == 0) | (e["key"] != F.get(F.col("queue_data"), i - 1)["key"])
+    )
     return (
-        topic_queues.select("topic")
-        .distinct()
-        .join(routes, "topic", "left")
+        topic_queues.join(F.broadcast(broker_facts(brokers)), "broker_name", "left")
+        .groupBy("topic")
+        .agg(queue_data.alias("queue_data"))
+        .select("topic", first_per_broker.alias("route"))
         .select(
             "topic",
-            F.coalesce(F.col("route.broker_name"), F.array().cast("array<string>")).alias("broker_names"),
-            F.coalesce(F.col("route.read_queue_nums"), F.array().cast("array<int>")).alias("read_queue_nums"),
-            F.coalesce(F.col("route.machine_room"), F.array().cast("array<string>")).alias("broker_rooms"),
+            F.col("route.broker_name").alias("broker_names"),
+            F.col("route.read_queue_nums").alias("read_queue_nums"),
+            F.col("route.machine_room").alias("broker_rooms"),
         )
     )
 
@@ -100,31 +92,29 @@ def configured_queues(queue_config: DataFrame) -> DataFrame:
 
 def client_lists(consumers: DataFrame, *, queue_config: DataFrame | None = None) -> DataFrame:
     """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as reported, with
-    each client's machine room and CONFIG list (null without queue_config rows) alongside."""
+    each client's machine room and CONFIG list (null without queue_config rows) alongside.
+
+    Without a queue_config table ``client_configs`` is null for the whole row: a list of nulls
+    per client cost more to hand to Python than the client ids themselves.
+    """
+    fields = [java_order("client_id").alias("key"), F.col("client_id"), F.col("machine_room")]
     if queue_config is not None:
         consumers = consumers.join(configured_queues(queue_config), ["group", "topic", "client_id"], "left")
-    else:
-        consumers = consumers.withColumn("client_config", F.lit(None).cast(CLIENT_CONFIG))
-    entry = F.struct(
-        java_order("client_id").alias("key"),
-        F.col("client_id"),
-        F.col("machine_room"),
-        F.col("client_config"),
+        fields.append(F.col("client_config"))
+    clients = consumers.groupBy("topic", "group").agg(
+        F.array_sort(F.collect_list(F.struct(*fields))).alias("c")
     )
-    return (
-        consumers.groupBy("topic", "group")
-        .agg(F.array_sort(F.collect_list(entry)).alias("clients"))
-        .select(
-            "topic",
-            "group",
-            F.col("clients.client_id").alias("client_ids"),
-            F.col("clients.machine_room").alias("client_rooms"),
-            F.col("clients.client_config").alias("client_configs"),
-        )
+    configs = F.col("c.client_config") if queue_config is not None else F.lit(None).cast(CLIENT_CONFIGS)
+    return clients.select(
+        "topic",
+        "group",
+        F.col("c.client_id").alias("client_ids"),
+        F.col("c.machine_room").alias("client_rooms"),
+        configs.alias("client_configs"),
     )
 
 
-CLIENT_CONFIG = "array<struct<broker_name:string,queue_id:int>>"
+CLIENT_CONFIGS = "array<array<struct<broker_name:string,queue_id:int>>>"
 
 
 # What a strategy needs to run on a (topic, group) when several strategies are compared, and the
@@ -134,7 +124,7 @@ def _needs() -> list[tuple[str, Column, str]]:
     return [
         (
             "CONFIG",
-            F.exists("client_configs", lambda c: c.isNotNull()),
+            F.coalesce(F.exists("client_configs", lambda c: c.isNotNull()), F.lit(False)),
             "CONFIG needs queue_config rows for the group's clients on this topic",
         ),
         ("MACHINE_ROOM", F.col("consumer_idcs").isNotNull(), "MACHINE_ROOM needs groups.consumer_idcs"),

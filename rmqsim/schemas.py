@@ -151,13 +151,16 @@ GROUP_ROUTES = StructType(
         StructField("broker_rooms", ArrayType(STRING, True), False),
         StructField("client_ids", ArrayType(STRING, True), False),  # Java order, duplicates kept
         StructField("client_rooms", ArrayType(STRING, True), False),
-        StructField("client_configs", ArrayType(ArrayType(QUEUE_REF, True), True), False),
+        # Null for the whole row where the snapshot has no queue_config table.
+        StructField("client_configs", ArrayType(ArrayType(QUEUE_REF, True), True), True),
         StructField("virtual_node_cnt", INT, False),
         StructField("consumer_idcs", ArrayType(STRING, True), True),
         StructField("inner_strategy", STRING, False),
         StructField("message_model", STRING, False),
     ]
 )
+
+OWNED_QUEUE = StructType([StructField("broker_name", STRING, False), StructField("queue_id", INT, False)])
 
 ASSIGNMENTS = StructType(
     [
@@ -204,6 +207,7 @@ CLIENT_QUEUES = StructType(
         StructField("client_queues", LONG, False),  # queues over those topics
         StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group) has it
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
+        StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
     ]
 )
 

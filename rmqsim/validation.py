@@ -29,9 +29,9 @@ def _blank_rules(*names: str) -> list[tuple[Column, str]]:
     return [(blank(n), f"{n} is null or empty") for n in names]
 
 
-def _known(df: DataFrame, other: DataFrame, key: str, flag: str) -> DataFrame:
-    marks = other.select(key).distinct().withColumn(flag, F.lit(True))
-    return df.join(marks, key, "left")
+def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
+    """``df`` with ``flag`` true where its ``key`` is in ``keys`` (one row per key), else null."""
+    return df.join(keys.select(key, F.lit(True).alias(flag)), key, "left")
 
 
 def _split(df: DataFrame, *, source: str, columns: Sequence[str], rules) -> tuple[DataFrame, DataFrame]:
@@ -56,9 +56,11 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         rules=_blank_rules("broker_name"),
     )
 
+    # Each aggregate below is the one route building makes of the same kept rows, so Spark
+    # computes it once (a reused exchange) for both.
     tq_cols = snapshot.topic_queues.columns
     topic_queues, bad_tq = _split(
-        _known(snapshot.topic_queues, brokers, "broker_name", "_broker_known"),
+        _known(snapshot.topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
         source="topic_queues",
         columns=tq_cols,
         rules=[
@@ -75,9 +77,10 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
 
     group_cols = snapshot.groups.columns
     first_row = F.row_number().over(Window.partitionBy("group").orderBy(F.to_json(F.struct(*group_cols))))
+    ranked = snapshot.groups.withColumn("_first", (first_row == 1) & ~blank("group"))
     group_rules: list[tuple[Column, Column | str]] = [
         *_blank_rules("group"),
-        (first_row > 1, "duplicate row for this group: the first one (in JSON order) is used"),
+        (~F.col("_first"), "duplicate row for this group: the first one (in JSON order) is used"),
     ]
     if configured_strategies:
         group_rules.append(
@@ -86,7 +89,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
                 strategy_problem(routes.normalised_strategy()),
             )
         )
-    groups, bad_groups = _split(snapshot.groups, source="groups", columns=group_cols, rules=group_rules)
+    groups, bad_groups = _split(ranked, source="groups", columns=group_cols, rules=group_rules)
 
     c_cols = snapshot.consumers.columns
     consumer_rules: list[tuple[Column, Column | str]] = [
@@ -96,17 +99,16 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
             F.concat(F.lit("topic '"), F.col("topic"), F.lit("' has no route (no topic_queues row)")),
         ),
     ]
-    consumers = _known(snapshot.consumers, topic_queues, "topic", "_topic_known")
+    known_topics = routes.topic_routes(topic_queues, brokers=brokers)
+    consumers = _known(snapshot.consumers, known_topics, "topic", "_topic_known")
     if configured_strategies:
         # A group whose configured strategy cannot run is not simulated: its clients say why.
         problem = (
-            snapshot.groups.select(
-                "group", strategy_problem(routes.normalised_strategy()).alias("_group_problem")
-            )
-            .where(blank("group") == F.lit(False))
+            ranked.where("_first")
+            .select("group", strategy_problem(routes.normalised_strategy()).alias("_group_problem"))
             .where(F.col("_group_problem").isNotNull())
         )
-        consumers = consumers.join(problem.dropDuplicates(["group"]), "group", "left")
+        consumers = consumers.join(problem, "group", "left")
         consumer_rules.append(
             (
                 F.col("_group_problem").isNotNull(),

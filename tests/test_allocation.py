@@ -7,7 +7,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
-from rmqsim.allocation import assignment_batches, client_queue_batches
+from rmqsim.allocation import client_queue_batches
 
 
 def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
@@ -45,7 +45,13 @@ def _pandas(batches: list[pa.RecordBatch], schema):
 
 
 def assignment_rows(rows: pa.RecordBatch):
-    return _pandas(assignment_batches(rows), schemas.ASSIGNMENTS)
+    """The client rows' owned lists, one row per queue, as metrics.assignments explodes them."""
+    clients = (
+        _pandas(client_queue_batches(rows), schemas.CLIENT_QUEUES).explode("owned").dropna(subset="owned")
+    )
+    clients["broker_name"] = clients.owned.str["broker_name"]
+    clients["queue_id"] = clients.owned.str["queue_id"].astype(np.int32)
+    return clients[schemas.ASSIGNMENTS.fieldNames()].reset_index(drop=True)
 
 
 def client_queue_rows(rows: pa.RecordBatch):
@@ -154,3 +160,18 @@ def test_config_reports_no_error_where_it_throws_none() -> None:
     summary = client_queue_rows(rows).set_index("strategy")
     assert summary.loc["CONFIG"].error is None
     assert summary.loc["AVG"].error == "mqAll is null or mqAll empty"
+
+
+def test_config_lists_line_up_with_their_clients_when_some_rows_have_none() -> None:
+    # Row 1 has no client_configs at all (a snapshot without queue_config), row 2 configures
+    # y with [b1, b0] and z with nothing: only y owns queues, in its configured order.
+    rows = _routes(
+        [("CONFIG", "t", "g", ["b"], [2], ["w", "x"]), ("CONFIG", "t", "h", ["b"], [2], ["y", "z"])]
+    )
+    configs = pa.array(
+        [None, [[{"broker_name": "b", "queue_id": 1}, {"broker_name": "b", "queue_id": 0}], None]],
+        type=rows.schema.field("client_configs").type,
+    )
+    rows = rows.set_column(rows.schema.get_field_index("client_configs"), "client_configs", configs)
+    got = assignment_rows(rows)
+    assert list(zip(got.client_id, got.queue_id)) == [("y", 1), ("y", 0)]
