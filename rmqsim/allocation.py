@@ -270,20 +270,18 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
 
 
 def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Re-cut batches sorted by (scenario, phase, group) so that no group spans two of them.
+    """Re-cut batches sorted by (scenario, group) so that no group spans two of them.
 
-    Spark cuts Arrow batches at a fixed row count; a group's topics that straddle a cut are held
-    back and prepended to the next batch (a partition never splits a group: see partition_by_group).
+    Spark cuts Arrow batches at a fixed row count; a group's rows (every topic of every phase)
+    that straddle a cut are held back and prepended to the next batch (a partition never splits
+    a group: see partition_by_group).
     """
     pending: list[pa.RecordBatch] = []
     for rb in batches:
         if rb.num_rows == 0:
             continue
         same = pc.and_(
-            pc.and_(
-                pc.equal(rb.column("scenario"), rb.column("scenario")[-1]),
-                pc.equal(rb.column("phase"), rb.column("phase")[-1]),
-            ),
+            pc.equal(rb.column("scenario"), rb.column("scenario")[-1]),
             pc.equal(rb.column("group"), rb.column("group")[-1]),
         )
         cut = rb.num_rows - pc.sum(same).as_py()  # sorted: the last group's rows come last
@@ -307,16 +305,17 @@ def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
         yield from client_queue_batches(rows)
 
 
-GROUP_KEY = ("scenario", "phase", "group")
+GROUP_KEY = ("scenario", "group")
 
 
 def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame:
-    """All topics of a group in one partition, contiguous, over a fixed number of Python tasks.
+    """All topics and phases of a group in one partition, contiguous, over a fixed number of
+    Python tasks: a client's load sums over its topics, and movement compares phases.
 
     A fixed count, because adaptive execution would coalesce the small route rows onto fewer
     tasks than there are cores; contiguous, so whole_groups can hand each group whole to Python.
     """
-    return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "topic")
+    return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "phase", "topic")
 
 
 def client_queues(group_routes: DataFrame) -> DataFrame:

@@ -1,4 +1,4 @@
-"""Command line: `rmqsim demo | simulate | generate` (SPEC section 5).
+"""Command line: `rmqsim demo | simulate | report | generate` (SPEC section 5).
 
 Exit codes: 0 success, 2 bad input (the message names table, column and problem), 1 otherwise.
 """
@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="every strategy on the bundled sample snapshot")
+    demo = sub.add_parser("demo", help="every strategy and the bundled scenarios on the sample snapshot")
     demo.add_argument("--out", default="out", help="output directory (default: ./out)")
     _spark_args(demo)
 
@@ -52,6 +52,15 @@ def parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--partitions", type=int, help="Python tasks of the allocation stage")
     _spark_args(sim)
+
+    rep = sub.add_parser("report", help="PNG charts of a run's movement and load, in RUN/charts/")
+    rep.add_argument("--run", required=True, help="a simulate output directory")
+    rep.add_argument(
+        "--group", help="the group whose per-client load to chart (default: the one that moved most)"
+    )
+    rep.add_argument(
+        "--scenario", help="the scenario to chart the group in (default: the one that moved most)"
+    )
 
     gen = sub.add_parser("generate", help="write a synthetic fleet snapshot")
     gen.add_argument("--out", required=True)
@@ -97,8 +106,32 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     spark_conf = {**profile.conf, **config.parse_conf(args.conf)}
     spark = session.build_session(master=args.master or profile.master, conf=spark_conf)
     result = simulate.run(spark, cfg)
-    print(report.format_summary(result.summary))
+    if result.comparison:
+        # Phase 0 is the snapshot in every scenario: its table once, then what each scenario changes.
+        first = min(r["scenario"] for r in result.summary)
+        snapshot_rows = [r for r in result.summary if r["scenario"] == first and r["phase"] == 0]
+        print(
+            report.format_summary(snapshot_rows).replace(
+                f"scenario {first}, phase 0", "the snapshot (phase 0)"
+            )
+        )
+        print()
+        print(report.format_comparison(result.comparison))
+    else:
+        print(report.format_summary(result.summary))
     print(f"\noutputs in {result.out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from rmqsim import charts
+
+    written = charts.write_charts(args.run, group=args.group, scenario=args.scenario)
+    if written.moved is None:
+        print(f"{args.run} has no scenario phases to compare: run simulate with --scenarios")
+        return 0
+    print(f"moved queues per strategy: {written.moved}")
+    print(f"load of group {written.group} in scenario {written.scenario}: {written.load}")
     return 0
 
 
@@ -125,11 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "demo":
-            from rmqsim.config import sample_snapshot
+            from rmqsim.config import sample_scenarios, sample_snapshot
 
+            args.scenarios = str(sample_scenarios())
             return _simulate(args, snapshot=str(sample_snapshot()), strategies="all")
         if args.command == "simulate":
             return _simulate(args, snapshot=args.snapshot, strategies=args.strategies)
+        if args.command == "report":
+            return _report(args)
         return _generate(args)
     except InputError as e:
         print(f"rmqsim: bad input: {e}", file=sys.stderr)

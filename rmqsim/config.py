@@ -23,6 +23,10 @@ def sample_snapshot() -> Path:
     return conf_dir() / "sample_snapshot"
 
 
+def sample_scenarios() -> Path:
+    return conf_dir() / "scenarios" / "sample.yml"
+
+
 @dataclass(frozen=True)
 class SparkProfile:
     name: str

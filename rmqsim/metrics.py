@@ -90,6 +90,46 @@ def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> Data
     )
 
 
+COMPARED = (
+    "fleet_max_queues",
+    "fleet_mean_queues",
+    "fleet_max_over_mean",
+    "idle_consumers",
+    "unassigned_queues",
+)
+
+
+def scenario_comparison(summary: DataFrame, movement: DataFrame) -> DataFrame:
+    """One row per (scenario, strategy): the fleet at phase 0 against the last phase, and the
+    queues that changed owner between the two (with the fewest possible) and over every step."""
+    last = summary.groupBy("scenario").agg(F.max("phase").alias("last_phase"))
+    phases = summary.join(last, "scenario")
+    before = phases.where(F.col("phase") == 0).select(
+        "scenario", "strategy", *[F.col(c).alias(f"{c}_before") for c in COMPARED]
+    )
+    after = phases.where(F.col("phase") == F.col("last_phase")).select(
+        "scenario", "strategy", "last_phase", *[F.col(c).alias(f"{c}_after") for c in COMPARED]
+    )
+    whole = (F.col("from_phase") == 0) & (F.col("to_phase") == F.col("last_phase"))
+    step = F.col("to_phase") == F.col("from_phase") + 1
+    moves = (
+        movement.join(last, "scenario")
+        .groupBy("scenario", "strategy")
+        .agg(
+            F.sum(F.when(whole, F.col("queues_in_both"))).alias("queues_in_both"),
+            F.sum(F.when(whole, F.col("moved"))).alias("queues_moved"),
+            F.sum(F.when(whole, F.col("min_moves"))).alias("min_moves"),
+            F.sum(F.when(step, F.col("moved"))).alias("moved_over_steps"),
+        )
+    )
+    return (
+        before.join(after, ["scenario", "strategy"], "full")
+        .join(moves, ["scenario", "strategy"], "left")
+        .select(*schemas.COMPARISON.fieldNames())
+        .orderBy("scenario", "strategy")
+    )
+
+
 def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> DataFrame:
     """Reject rows for (topic, group, strategy) runs that produced no allocation: a strategy
     skipped for lack of its configuration, or a group on which the real client throws."""

@@ -47,3 +47,34 @@ def format_summary(rows: Sequence[Mapping[str, object]]) -> str:
         blocks.append(f"scenario {scenario}, phase {phase}")
         blocks.append(format_table(sorted(run_rows, key=lambda r: str(r["strategy"])), SUMMARY_COLUMNS))
     return "\n".join(blocks)
+
+
+COMPARISON_COLUMNS = (
+    ("strategy", "strategy"),
+    ("fleet_max_queues_before", "max q before"),
+    ("fleet_max_queues_after", "after"),
+    ("fleet_mean_queues_before", "mean q before"),
+    ("fleet_mean_queues_after", "after"),
+    ("idle_consumers_before", "idle before"),
+    ("idle_consumers_after", "after"),
+    ("unassigned_queues_before", "unassigned before"),
+    ("unassigned_queues_after", "after"),
+    ("queues_moved", "moved (0 to last)"),
+    ("min_moves", "min moves"),
+    ("moved_over_steps", "moved over steps"),
+)
+
+
+def format_comparison(rows: Sequence[Mapping[str, object]]) -> str:
+    """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves."""
+    blocks = []
+    by_scenario: dict[object, list[Mapping[str, object]]] = {}
+    for row in rows:
+        by_scenario.setdefault(row["scenario"], []).append(row)
+    for scenario, scenario_rows in sorted(by_scenario.items(), key=lambda kv: str(kv[0])):
+        last = scenario_rows[0].get("last_phase")
+        blocks.append(f"scenario {scenario}: phase 0 against phase {last}")
+        blocks.append(
+            format_table(sorted(scenario_rows, key=lambda r: str(r["strategy"])), COMPARISON_COLUMNS)
+        )
+    return "\n".join(blocks)

@@ -23,19 +23,20 @@ def java_order(name: str) -> Column:
     return F.encode(F.col(f"`{name}`"), "UTF-16BE")
 
 
-def broker_facts(brokers: DataFrame) -> DataFrame:
+def broker_facts(brokers: DataFrame, *, by: Sequence[str] = ()) -> DataFrame:
     """One row per broker_name: ``alive`` (an instance is up, so the NameServer still routes it;
     a null alive counts as up) and ``machine_room`` (the master's where instances disagree)."""
     alive = F.coalesce(F.col("alive"), F.lit(True))
     master_room = F.max(F.when(F.col("broker_id") == 0, F.col("machine_room")))
-    return brokers.groupBy("broker_name").agg(
+    return brokers.groupBy(*by, "broker_name").agg(
         F.max(alive).alias("alive"),
         F.coalesce(master_room, F.max("machine_room")).alias("machine_room"),
     )
 
 
-def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
-    """One row per topic: ``broker_names`` in Java order, their ``read_queue_nums`` and rooms.
+def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame, by: Sequence[str] = ()) -> DataFrame:
+    """One row per topic (and ``by`` key, e.g. scenario and phase): ``broker_names`` in Java
+    order, their ``read_queue_nums`` and rooms.
 
     A QueueData becomes queues when it has read permission and read queues on a live broker.
     mqAll is a set in the client, so repeated QueueData for one broker add no queues: a broker
@@ -60,11 +61,12 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame) -> DataFrame:
         "queue_data", lambda e, i: (i == 0) | (e["key"] != F.get(F.col("queue_data"), i - 1)["key"])
     )
     return (
-        topic_queues.join(F.broadcast(broker_facts(brokers)), "broker_name", "left")
-        .groupBy("topic")
+        topic_queues.join(F.broadcast(broker_facts(brokers, by=by)), [*by, "broker_name"], "left")
+        .groupBy(*by, "topic")
         .agg(queue_data.alias("queue_data"))
-        .select("topic", first_per_broker.alias("route"))
+        .select(*by, "topic", first_per_broker.alias("route"))
         .select(
+            *by,
             "topic",
             F.col("route.broker_name").alias("broker_names"),
             F.col("route.read_queue_nums").alias("read_queue_nums"),
@@ -90,9 +92,11 @@ def configured_queues(queue_config: DataFrame) -> DataFrame:
     )
 
 
-def client_lists(consumers: DataFrame, *, queue_config: DataFrame | None = None) -> DataFrame:
-    """One row per (topic, group): ``client_ids`` in Java order, duplicates kept as reported, with
-    each client's machine room and CONFIG list (null without queue_config rows) alongside.
+def client_lists(
+    consumers: DataFrame, *, queue_config: DataFrame | None = None, by: Sequence[str] = ()
+) -> DataFrame:
+    """One row per (topic, group) and ``by`` key: ``client_ids`` in Java order, duplicates kept
+    as reported, with each client's machine room and CONFIG list (null without queue_config rows) alongside.
 
     Without a queue_config table ``client_configs`` is null for the whole row: a list of nulls
     per client cost more to hand to Python than the client ids themselves.
@@ -101,11 +105,12 @@ def client_lists(consumers: DataFrame, *, queue_config: DataFrame | None = None)
     if queue_config is not None:
         consumers = consumers.join(configured_queues(queue_config), ["group", "topic", "client_id"], "left")
         fields.append(F.col("client_config"))
-    clients = consumers.groupBy("topic", "group").agg(
+    clients = consumers.groupBy(*by, "topic", "group").agg(
         F.array_sort(F.collect_list(F.struct(*fields))).alias("c")
     )
     configs = F.col("c.client_config") if queue_config is not None else F.lit(None).cast(CLIENT_CONFIGS)
     return clients.select(
+        *by,
         "topic",
         "group",
         F.col("c.client_id").alias("client_ids"),
@@ -152,11 +157,12 @@ def _why_not(name: Column) -> Column:
 
 
 def with_strategies(
-    client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None
+    client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None, by: Sequence[str] = ()
 ) -> DataFrame:
     """Add the group's parameters and the ``strategies`` to run: the group's configured one (None),
     or the named ones (narrowed by group_routes to those the group has the configuration for)."""
     params = groups.select(
+        *by,
         "group",
         normalised_strategy().alias("strategy"),
         "virtual_node_cnt",
@@ -169,7 +175,7 @@ def with_strategies(
         if strategies is None
         else F.array(*[F.lit(s) for s in strategies])
     )
-    return client_lists.join(params, "group", "left").select(
+    return client_lists.join(params, [*by, "group"], "left").select(
         client_lists["*"],
         requested.alias("strategies"),
         F.lit(strategies is not None).alias("compare"),
@@ -184,13 +190,20 @@ def normalised_strategy() -> Column:
     return F.upper(F.trim(F.coalesce(F.col("strategy"), F.lit("AVG"))))
 
 
-def group_routes(client_lists: DataFrame, *, routes: DataFrame, scenario: str, phase: int) -> DataFrame:
-    """The allocation stage's input (schemas.GROUP_ROUTES): a group's clients beside its topic's
-    route; when strategies are compared, those the group lacks the configuration for are moved to
-    ``skipped`` with the reason."""
+def group_routes(client_lists: DataFrame, *, routes: DataFrame, last_phase: dict[str, int]) -> DataFrame:
+    """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists and
+    routes: a group's clients beside its topic's route; when strategies are compared, those the
+    group lacks the configuration for are moved to ``skipped`` with the reason.
+
+    A topic that a step left without any QueueData keeps its clients, with an empty route: the
+    client then throws "mqAll is null or mqAll empty", which is what a user must see.
+    """
     skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
+    empty = {c: schemas.GROUP_ROUTES[c].dataType for c in ("broker_names", "read_queue_nums", "broker_rooms")}
+    last = F.create_map(*[F.lit(x) for kv in sorted(last_phase.items()) for x in kv])[F.col("scenario")]
     return (
-        client_lists.join(routes, "topic", "inner")
+        client_lists.join(routes, [*PHASE, "topic"], "left")
+        .withColumns({c: F.coalesce(F.col(c), F.array().cast(t)) for c, t in empty.items()})
         .withColumns(
             {
                 "skipped": F.transform(
@@ -198,11 +211,11 @@ def group_routes(client_lists: DataFrame, *, routes: DataFrame, scenario: str, p
                     lambda s: F.struct(s.alias("strategy"), _why_not(s).alias("reason")),
                 ),
                 "strategies": F.filter("strategies", lambda s: ~skip(s)),
+                "last_phase": last.cast("int"),
             }
         )
-        .select(
-            F.lit(scenario).alias("scenario"),
-            F.lit(phase).cast("int").alias("phase"),
-            *schemas.GROUP_ROUTES.fieldNames()[2:],
-        )
+        .select(*schemas.GROUP_ROUTES.fieldNames())
     )
+
+
+PHASE = ("scenario", "phase")

@@ -157,6 +157,8 @@ GROUP_ROUTES = StructType(
         StructField("consumer_idcs", ArrayType(STRING, True), True),
         StructField("inner_strategy", STRING, False),
         StructField("message_model", STRING, False),
+        StructField("last_phase", INT, False),  # the scenario's last phase: movement compares 0 with it
+        StructField("compare", BOOLEAN, False),  # strategies named on the command line, not configured
     ]
 )
 
@@ -218,6 +220,50 @@ CONSUMER_LOAD = StructType(
         StructField("client_id", STRING, False),
         StructField("topics", LONG, False),
         StructField("queues", LONG, False),
+    ]
+)
+
+# One row per (scenario, strategy, topic, group, from_phase, to_phase): see rmqsim.movement.
+MOVEMENT = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("strategy", STRING, False),  # the to_phase's
+        *TOPIC_GROUP,
+        StructField("from_phase", INT, False),
+        StructField("to_phase", INT, False),
+        StructField("queues_before", LONG, False),
+        StructField("queues_after", LONG, False),
+        StructField("queues_in_both", LONG, False),
+        StructField("moved", LONG, False),  # queues in both phases whose owners differ
+        StructField("moved_fraction", DOUBLE, True),  # moved / queues_in_both
+        StructField("min_moves", LONG, False),  # the fewest any balanced after-assignment could make
+        StructField("consumers_before", LONG, False),
+        StructField("consumers_after", LONG, False),
+        StructField("consumers_changed", LONG, False),  # clients whose owned queues differ
+    ]
+)
+
+# One row per (scenario, strategy): phase 0 against the scenario's last phase.
+COMPARISON = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("strategy", STRING, False),
+        StructField("last_phase", INT, True),
+        *[
+            StructField(f"{name}_{when}", kind, True)
+            for name, kind in (
+                ("fleet_max_queues", LONG),
+                ("fleet_mean_queues", DOUBLE),
+                ("fleet_max_over_mean", DOUBLE),
+                ("idle_consumers", LONG),
+                ("unassigned_queues", LONG),
+            )
+            for when in ("before", "after")
+        ],
+        StructField("queues_in_both", LONG, True),
+        StructField("queues_moved", LONG, True),  # phase 0 against the last phase
+        StructField("min_moves", LONG, True),
+        StructField("moved_over_steps", LONG, True),  # summed over consecutive phases
     ]
 )
 

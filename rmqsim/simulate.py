@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, metrics, routes
+from rmqsim import allocation, metrics, phases, routes, scenarios, schemas
 from rmqsim.config import SimulateConfig
-from rmqsim.errors import InputError
+from rmqsim.movement import map_movement
 from rmqsim.output import RunOutput
 from rmqsim.snapshot import load_snapshot
 from rmqsim.validation import check_snapshot
@@ -24,7 +24,8 @@ PARTITIONED_BY = ("scenario", "strategy")
 @dataclass(frozen=True)
 class RunResult:
     out: str
-    summary: list[dict]
+    summary: list[dict]  # per (scenario, phase, strategy)
+    comparison: list[dict] = field(default_factory=list)  # per (scenario, strategy), with scenarios
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -36,22 +37,34 @@ def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
         return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
 
 
-def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[DataFrame, DataFrame]:
-    """Load and check the snapshot; returns (group routes for the allocation stage, rejects)."""
-    if config.scenarios:
-        raise InputError("arguments", "--scenarios", "scenarios are not supported by this version yet")
+def load_scenarios(config: SimulateConfig) -> tuple[scenarios.Scenario, ...]:
+    """The scenarios to run: the file's, or the snapshot alone as scenario ``baseline``."""
+    if not config.scenarios:
+        return (scenarios.Scenario(BASELINE),)
+    return scenarios.load(config.scenarios)
+
+
+def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[DataFrame, DataFrame, bool]:
+    """Load and check the snapshot, apply the scenarios' steps; returns (group routes of every
+    phase for the allocation stage, rejects, whether any scenario has a second phase)."""
+    runs = load_scenarios(config)
     snapshot = load_snapshot(spark, config.snapshot)
     if config.strategies is not None and "CONFIG" not in config.strategies:
         # CONFIG lists are as long as the assignments: a run without CONFIG neither reads nor checks them.
         snapshot = replace(snapshot, queue_config=None)
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
     valid = checked.snapshot
-    topic_routes = routes.topic_routes(valid.topic_queues, brokers=valid.brokers)
-    clients = routes.client_lists(valid.consumers, queue_config=valid.queue_config).transform(
-        lambda df: routes.with_strategies(df, groups=valid.groups, strategies=config.strategies)
+    wanted = scenarios.referenced(runs)
+    scenarios.check_names(runs, phases.existing_names(valid, wanted))
+    staged = phases.phased(valid, runs)
+    by = phases.PHASE
+    topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
+    clients = routes.client_lists(staged.consumers, queue_config=staged.queue_config, by=by).transform(
+        lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
     )
-    group_routes = routes.group_routes(clients, routes=topic_routes, scenario=BASELINE, phase=0)
-    return group_routes, checked.rejects
+    last_phase = {s.name: s.last_phase for s in runs}
+    group_routes = routes.group_routes(clients, routes=topic_routes, last_phase=last_phase)
+    return group_routes, checked.rejects, any(s.steps for s in runs)
 
 
 def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
@@ -61,7 +74,7 @@ def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> N
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
     output = RunOutput(config.out, mode=config.mode)
-    group_routes, rejects = build_group_routes(spark, config)
+    group_routes, rejects, with_movement = build_group_routes(spark, config)
     staged = allocation.partition_by_group(
         group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
@@ -76,6 +89,16 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         _write(output, group_metrics, "group_metrics", *PARTITIONED_BY)
         _write(output, consumer_load, "consumer_load", *PARTITIONED_BY)
         _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
+        comparison: list[dict] = []
+        if with_movement:
+            # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
+            movement = staged.mapInArrow(map_movement, schemas.MOVEMENT)
+            _write(output, movement, "movement", *PARTITIONED_BY)
+            written = metrics.scenario_comparison(
+                spark.read.parquet(output.table("summary")), spark.read.parquet(output.table("movement"))
+            )
+            _write(output, written.coalesce(1), "comparison")
+            comparison = [r.asDict() for r in spark.read.parquet(output.table("comparison")).collect()]
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
@@ -87,4 +110,8 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         staged.unpersist()
         client_queues.unpersist()
     log.info("simulate: wrote %s", output.out)
-    return RunResult(output.out, sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])))
+    return RunResult(
+        output.out,
+        sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])),
+        sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
+    )

@@ -30,6 +30,8 @@ def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
             None,
             "AVG",
             model,
+            0,
+            False,
         )
         for s, topic, group, b, n, c in rows
     ]

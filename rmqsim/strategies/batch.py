@@ -147,7 +147,7 @@ class Callers:
 
 def batch_client_codes(batch: GroupBatch) -> np.ndarray:
     """An integer per distinct client id of the batch (equal ids, equal codes)."""
-    return _factorize(batch.client_ids)
+    return factorize(batch.client_ids)
 
 
 def distinct_callers(batch: GroupBatch) -> Callers:
@@ -156,14 +156,14 @@ def distinct_callers(batch: GroupBatch) -> Callers:
     group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
     if n == 0:
         return Callers(group, np.zeros(0, _I64), np.zeros(0, _I64))
-    codes = _factorize(batch.client_ids)
+    codes = factorize(batch.client_ids)
     key = group * (int(codes.max()) + 1) + codes
     _, first = np.unique(key, return_index=True)
     first = np.sort(first).astype(_I64)
     return Callers(group[first], first, first - batch.client_offsets[group[first]])
 
 
-def _factorize(values: Strings) -> np.ndarray:
+def factorize(values: Strings) -> np.ndarray:
     """Integer codes for strings, equal codes for equal strings (0 for null)."""
     if isinstance(values, pa.Array):
         indices = pc.dictionary_encode(values).indices

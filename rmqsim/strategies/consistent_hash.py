@@ -25,10 +25,10 @@ from rmqsim.strategies.batch import (
     Allocation,
     Callers,
     GroupBatch,
-    _factorize,
     _offsets,
     as_objects,
     batch_client_codes,
+    factorize,
     take,
 )
 
@@ -219,7 +219,7 @@ def _queue_hashes(batch: GroupBatch, queues: np.ndarray, queue_group: np.ndarray
             for t, b, i in zip(topics, names, queue_id[rows].tolist())
         )
 
-    return _hash_distinct([_factorize(batch.topics)[group], _factorize(brokers), queue_id], keys)
+    return _hash_distinct([factorize(batch.topics)[group], factorize(brokers), queue_id], keys)
 
 
 def _hash_distinct(columns: list[np.ndarray], keys: Callable[[np.ndarray], Iterable[str]]) -> np.ndarray:

@@ -1,0 +1,257 @@
+"""Scenario steps applied to a checked snapshot as DataFrame transformations (SPEC section 3).
+
+Phase 0 of every scenario is the snapshot; phase k is phase k-1 with step k applied. ``phased``
+stacks every phase of every scenario into one set of tables keyed by (scenario, phase), so that
+route building and allocation run once, in one Spark job per output, however many phases there are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from rmqsim import scenarios as sc
+from rmqsim.errors import InputError
+from rmqsim.snapshot import Snapshot
+
+PHASE = ("scenario", "phase")
+
+
+def existing_names(snapshot: Snapshot, wanted: sc.Referenced) -> sc.Referenced:
+    """Which of the names the scenarios refer to the snapshot holds (small queries, tiny results)."""
+
+    def present(df: DataFrame, column: str, names: frozenset[str]) -> frozenset[str]:
+        if not names:
+            return frozenset()
+        rows = df.where(F.col(column).isin(sorted(names))).select(column).distinct().collect()
+        return frozenset(r[0] for r in rows)
+
+    groups = snapshot.consumers.select("group").unionByName(snapshot.groups.select("group"))
+    clients: frozenset[tuple[str, str]] = frozenset()
+    if wanted.clients:
+        ids = sorted({c for _, c in wanted.clients})
+        rows = (
+            snapshot.consumers.where(F.col("client_id").isin(ids))
+            .select("group", "client_id")
+            .distinct()
+            .collect()
+        )
+        clients = frozenset((r[0], r[1]) for r in rows) & wanted.clients
+    return sc.Referenced(
+        brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
+        topics=present(snapshot.topic_queues, "topic", wanted.topics),
+        groups=present(groups, "group", wanted.groups),
+        clients=clients,
+    )
+
+
+def _in(column: str, names: tuple[str, ...] | str):
+    return F.lit(True) if names == sc.ALL else F.col(column).isin(list(names))
+
+
+def _add_brokers(step: sc.AddBrokers, snap: Snapshot) -> Snapshot:
+    spark = snap.brokers.sparkSession
+    new = spark.createDataFrame(
+        [
+            {c: v for c, v in zip(snap.brokers.columns, _broker_row(snap.brokers.columns, step, name))}
+            for name in step.names
+        ],
+        snap.brokers.schema,
+    )
+    counts = snap.topic_queues.where(_in("topic", step.topics)).groupBy("topic")
+    # A new broker gets each topic's most common counts (the smaller on a tie), unless given.
+    counts = counts.agg(
+        F.mode("read_queue_nums", True).alias("_read"), F.mode("write_queue_nums", True).alias("_write")
+    )
+    names = spark.createDataFrame([(n,) for n in step.names], "broker_name string")
+    queues = counts.crossJoin(names).select(
+        *[_queue_column(c, step) for c in snap.topic_queues.columns],
+    )
+    return replace(
+        snap,
+        brokers=snap.brokers.unionByName(new),
+        topic_queues=snap.topic_queues.unionByName(queues),
+    )
+
+
+def _broker_row(columns: Sequence[str], step: sc.AddBrokers, name: str) -> list[object]:
+    values = {
+        "cluster": step.cluster,
+        "broker_name": name,
+        "broker_id": 0,
+        "address": None,
+        "machine_room": step.machine_room,
+        "alive": True,
+    }
+    return [values.get(c) for c in columns]
+
+
+def _queue_column(name: str, step: sc.AddBrokers):
+    given = {
+        "read_queue_nums": step.read_queue_nums,
+        "write_queue_nums": step.write_queue_nums,
+        "perm": step.perm,
+    }
+    if name in ("topic", "broker_name"):
+        return F.col(name)
+    if name in ("read_queue_nums", "write_queue_nums"):
+        default = F.col("_read" if name == "read_queue_nums" else "_write")
+        value = given[name]
+        return (F.lit(value) if value is not None else default).cast("int").alias(name)
+    if name == "perm":
+        return F.lit(step.perm).cast("int").alias(name)
+    return F.lit(None).alias(name)
+
+
+def _remove_brokers(step: sc.RemoveBrokers, snap: Snapshot) -> Snapshot:
+    gone = F.col("broker_name").isin(list(step.names))
+    return replace(snap, brokers=snap.brokers.where(~gone), topic_queues=snap.topic_queues.where(~gone))
+
+
+def _set_alive(alive: bool) -> Callable[[sc.BrokerDown | sc.BrokerUp, Snapshot], Snapshot]:
+    def apply(step, snap: Snapshot) -> Snapshot:
+        named = F.col("broker_name").isin(list(step.names))
+        return replace(
+            snap,
+            brokers=snap.brokers.withColumn("alive", F.when(named, F.lit(alive)).otherwise(F.col("alive"))),
+        )
+
+    return apply
+
+
+def _set_queue_nums(step: sc.SetQueueNums, snap: Snapshot) -> Snapshot:
+    match = _in("topic", step.topics) & _in("broker_name", step.brokers)
+    tq = snap.topic_queues
+    for column in ("read_queue_nums", "write_queue_nums"):
+        value = getattr(step, column)
+        if value is not None:
+            tq = tq.withColumn(column, F.when(match, F.lit(value).cast("int")).otherwise(F.col(column)))
+    return replace(snap, topic_queues=tq)
+
+
+def generated_client_ids(group: str, count: int, seed: int) -> list[str]:
+    """Deterministic ids shaped like RocketMQ's ip@pid#nanotime for clients a step adds."""
+    out = []
+    for i in range(count):
+        h = hashlib.sha256(f"{seed}:{group}:{i}".encode()).digest()
+        out.append(f"10.{200 + h[0] % 50}.{h[1]}.{h[2] % 254 + 1}@{1000 + int.from_bytes(h[3:5], 'big')}")
+    return out
+
+
+def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot) -> Snapshot:
+    spark = snap.consumers.sparkSession
+    ids = step.client_ids or tuple(generated_client_ids(step.group, step.count or 0, step.seed))
+    if step.topics is not None:
+        topics = spark.createDataFrame([(t,) for t in step.topics], "topic string")
+    else:
+        topics = snap.consumers.where(F.col("group") == step.group).select("topic").distinct()
+    new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
+        *[
+            F.lit(step.group).alias(c)
+            if c == "group"
+            else F.lit(step.machine_room).cast("string").alias(c)
+            if c == "machine_room"
+            else F.col(c)
+            for c in snap.consumers.columns
+        ]
+    )
+    return replace(snap, consumers=snap.consumers.unionByName(new))
+
+
+def _consumers_leave(step: sc.ConsumersLeave, snap: Snapshot) -> Snapshot:
+    spark = snap.consumers.sparkSession
+    in_group = F.col("group") == step.group
+    if step.client_ids is not None:
+        leaving = spark.createDataFrame([(c,) for c in step.client_ids], "client_id string")
+    else:
+        # ``count`` of the group's clients, picked by a seeded hash: the same ones every run.
+        leaving = (
+            snap.consumers.where(in_group)
+            .select("client_id")
+            .distinct()
+            .orderBy(F.xxhash64(F.lit(step.seed), "client_id"), "client_id")
+            .limit(step.count or 0)
+        )
+    stays = (
+        snap.consumers.where(in_group).join(leaving, "client_id", "left_anti").select(*snap.consumers.columns)
+    )
+    kept = snap.consumers.where(~in_group).unionByName(stays)
+    return replace(snap, consumers=kept)
+
+
+def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
+    groups = snap.groups
+    named = _in("group", (step.group,) if step.group != sc.ALL else sc.ALL)
+    # Groups without a groups row run with the defaults: give the named ones a row to change.
+    missing = (
+        snap.consumers.select("group")
+        .distinct()
+        .where(named)
+        .join(groups.select("group"), "group", "left_anti")
+        .select(
+            *[
+                F.col(c) if c == "group" else F.lit(None).cast(groups.schema[c].dataType).alias(c)
+                for c in groups.columns
+            ]
+        )
+    )
+    groups = groups.unionByName(missing)
+    updates = {
+        "strategy": step.strategy.upper(),
+        "virtual_node_cnt": step.virtual_node_cnt,
+        "consumer_idcs": list(step.consumer_idcs) if step.consumer_idcs is not None else None,
+        "inner_strategy": step.inner_strategy,
+        "message_model": step.message_model,
+    }
+    for column, value in updates.items():
+        if value is None or column not in groups.columns:
+            continue
+        literal = F.array(*[F.lit(v) for v in value]) if isinstance(value, list) else F.lit(value)
+        groups = groups.withColumn(
+            column, F.when(named, literal.cast(groups.schema[column].dataType)).otherwise(F.col(column))
+        )
+    return replace(snap, groups=groups)
+
+
+APPLY: dict[type, Callable] = {
+    sc.AddBrokers: _add_brokers,
+    sc.RemoveBrokers: _remove_brokers,
+    sc.BrokerDown: _set_alive(False),
+    sc.BrokerUp: _set_alive(True),
+    sc.SetQueueNums: _set_queue_nums,
+    sc.ConsumersJoin: _consumers_join,
+    sc.ConsumersLeave: _consumers_leave,
+    sc.SetStrategy: _set_strategy,
+}
+
+
+def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]:
+    """Phase 0 (the snapshot) and the state after each step."""
+    out = [snapshot]
+    for step in scenario.steps:
+        out.append(APPLY[type(step)](step, out[-1]))
+    return out
+
+
+def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
+    """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase).
+
+    Offsets and CONFIG lists describe the fleet, not a phase: they stay as they are."""
+    if not scenarios:
+        raise InputError("arguments", "--scenarios", "no scenario to run")
+    tagged: dict[str, list[DataFrame]] = {"brokers": [], "topic_queues": [], "consumers": [], "groups": []}
+    for scenario in scenarios:
+        for k, snap in enumerate(phase_snapshots(snapshot, scenario)):
+            for table, frames in tagged.items():
+                frames.append(
+                    getattr(snap, table).select(
+                        F.lit(scenario.name).alias("scenario"), F.lit(k).cast("int").alias("phase"), "*"
+                    )
+                )
+    stacked = {table: reduce(DataFrame.unionByName, frames) for table, frames in tagged.items()}
+    return replace(snapshot, **stacked)

@@ -1,0 +1,362 @@
+"""Scenario files (SPEC section 3): named lists of steps, parsed into typed, checked values.
+
+Nothing here touches Spark. ``parse`` checks a file's shape (step kinds, keys, types); ``check_names``
+then walks the steps against the names a snapshot holds, so that a step naming a broker, topic,
+group or client that does not exist at that point is an InputError before the simulation starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from rmqsim.errors import InputError
+
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class AddBrokers:
+    names: tuple[str, ...]
+    machine_room: str | None = None
+    cluster: str | None = None
+    topics: tuple[str, ...] | str = ALL
+    read_queue_nums: int | None = None  # None: each topic's most common count
+    write_queue_nums: int | None = None
+    perm: int = 6
+
+
+@dataclass(frozen=True)
+class RemoveBrokers:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BrokerDown:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BrokerUp:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SetQueueNums:
+    topics: tuple[str, ...] | str = ALL
+    brokers: tuple[str, ...] | str = ALL
+    read_queue_nums: int | None = None  # None: unchanged
+    write_queue_nums: int | None = None
+
+
+@dataclass(frozen=True)
+class ConsumersJoin:
+    group: str
+    topics: tuple[str, ...] | None = None  # None: the group's topics
+    client_ids: tuple[str, ...] | None = None
+    count: int | None = None
+    machine_room: str | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ConsumersLeave:
+    group: str
+    client_ids: tuple[str, ...] | None = None
+    count: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SetStrategy:
+    group: str  # a name, or "all"
+    strategy: str
+    virtual_node_cnt: int | None = None
+    consumer_idcs: tuple[str, ...] | None = None
+    inner_strategy: str | None = None
+    message_model: str | None = None
+
+
+Step = (
+    AddBrokers
+    | RemoveBrokers
+    | BrokerDown
+    | BrokerUp
+    | SetQueueNums
+    | ConsumersJoin
+    | ConsumersLeave
+    | SetStrategy
+)
+
+KINDS: dict[str, type] = {
+    "add_brokers": AddBrokers,
+    "remove_brokers": RemoveBrokers,
+    "broker_down": BrokerDown,
+    "broker_up": BrokerUp,
+    "set_queue_nums": SetQueueNums,
+    "consumers_join": ConsumersJoin,
+    "consumers_leave": ConsumersLeave,
+    "set_strategy": SetStrategy,
+}
+KIND_OF = {cls: kind for kind, cls in KINDS.items()}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+
+    @property
+    def last_phase(self) -> int:
+        return len(self.steps)
+
+
+def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
+    """Scenarios from YAML text; any problem is an InputError naming the scenario, step and key."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InputError(source, "yaml", f"not valid YAML: {e}") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("scenarios"), list) or not data["scenarios"]:
+        raise InputError(
+            source, "scenarios", "expected a top-level 'scenarios:' list with at least one entry"
+        )
+    out: list[Scenario] = []
+    for i, entry in enumerate(data["scenarios"]):
+        where = f"{source}: scenario {i + 1}"
+        if (
+            not isinstance(entry, Mapping)
+            or not isinstance(entry.get("name"), str)
+            or not entry["name"].strip()
+        ):
+            raise InputError(where, "name", "every scenario needs a non-empty name")
+        name = entry["name"].strip()
+        where = f"{source}: scenario '{name}'"
+        if name in {s.name for s in out}:
+            raise InputError(where, "name", "two scenarios have this name")
+        steps = entry.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise InputError(where, "steps", "expected a list of at least one step")
+        out.append(Scenario(name, tuple(_step(s, f"{where}, step {k + 1}") for k, s in enumerate(steps))))
+    return tuple(out)
+
+
+def load(path: str) -> tuple[Scenario, ...]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("arguments", "--scenarios", f"no scenarios file at {path}")
+    return parse(p.read_text(), source=str(path))
+
+
+def _step(entry: object, where: str) -> Step:
+    if not isinstance(entry, Mapping) or len(entry) != 1:
+        raise InputError(where, "step", f"expected one of {', '.join(KINDS)} with its keys")
+    [(kind, args)] = entry.items()
+    cls = KINDS.get(kind)
+    if cls is None:
+        raise InputError(where, str(kind), f"unknown step kind; expected one of {', '.join(KINDS)}")
+    args = args or {}
+    if not isinstance(args, Mapping):
+        raise InputError(where, kind, "expected a mapping of keys")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(args) - known)
+    if unknown:
+        raise InputError(where, kind, f"unknown key(s) {unknown}; expected some of {sorted(known)}")
+    values = {key: _coerce(key, value, where, kind) for key, value in args.items()}
+    try:
+        step = cls(**values)
+    except TypeError:
+        missing = [f.name for f in fields(cls) if f.name not in values and _required(cls, f.name)]
+        raise InputError(where, kind, f"missing key(s) {missing}") from None
+    _check_step(step, where, kind)
+    return step
+
+
+def _required(cls: type, name: str) -> bool:
+    from dataclasses import MISSING
+
+    f = next(f for f in fields(cls) if f.name == name)
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+_LISTS = {"names", "client_ids", "consumer_idcs"}
+_ALL_OR_LIST = {"topics", "brokers"}
+_INTS = {"read_queue_nums", "write_queue_nums", "perm", "count", "seed", "virtual_node_cnt"}
+
+
+def _coerce(key: str, value: object, where: str, kind: str) -> object:
+    label = f"{kind}.{key}"
+    if key in _ALL_OR_LIST:
+        if value == ALL:
+            return ALL
+        return _names(value, where, label)
+    if key in _LISTS:
+        return _names(value, where, label)
+    if key in _INTS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(where, label, f"expected an integer, got {value!r}")
+        return value
+    if value is None or not isinstance(value, str) or not value.strip():
+        raise InputError(where, label, f"expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def _names(value: object, where: str, label: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InputError(where, label, f"expected a non-empty list of names, got {value!r}")
+    return tuple(dict.fromkeys(v.strip() for v in value))
+
+
+def _check_step(step: Step, where: str, kind: str) -> None:
+    def bad(key: str, problem: str) -> InputError:
+        return InputError(where, f"{kind}.{key}", problem)
+
+    for key in ("read_queue_nums", "write_queue_nums"):
+        value = getattr(step, key, None)
+        if value is not None and not 0 <= value <= 65535:
+            raise bad(key, f"must be between 0 and 65535, got {value}")
+    if isinstance(step, AddBrokers) and not 0 <= step.perm <= 15:
+        raise bad("perm", f"must be between 0 and 15, got {step.perm}")
+    if isinstance(step, SetQueueNums) and step.read_queue_nums is None and step.write_queue_nums is None:
+        raise bad("read_queue_nums", "give read_queue_nums, write_queue_nums or both")
+    if isinstance(step, (ConsumersJoin, ConsumersLeave)):
+        if (step.client_ids is None) == (step.count is None):
+            raise bad("client_ids", "give either client_ids or count (with seed)")
+        if step.count is not None and step.count < 1:
+            raise bad("count", f"must be at least 1, got {step.count}")
+    if isinstance(step, SetStrategy):
+        from rmqsim.strategies import STRATEGIES
+
+        if step.strategy.upper() not in STRATEGIES:
+            raise bad(
+                "strategy", f"unknown strategy {step.strategy!r}; expected one of {', '.join(STRATEGIES)}"
+            )
+        if step.virtual_node_cnt is not None and step.virtual_node_cnt < 1:
+            raise bad("virtual_node_cnt", f"must be at least 1, got {step.virtual_node_cnt}")
+
+
+# --- names: what a step may refer to -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Referenced:
+    """Every name the scenarios refer to, by kind: what the snapshot is asked about."""
+
+    brokers: frozenset[str]
+    topics: frozenset[str]
+    groups: frozenset[str]
+    clients: frozenset[tuple[str, str]]  # (group, client_id)
+
+
+def referenced(scenarios: Iterable[Scenario]) -> Referenced:
+    brokers: set[str] = set()
+    topics: set[str] = set()
+    groups: set[str] = set()
+    clients: set[tuple[str, str]] = set()
+    for scenario in scenarios:
+        for step in scenario.steps:
+            brokers.update(_listed(getattr(step, "names", None)) + _listed(getattr(step, "brokers", None)))
+            topics.update(_listed(getattr(step, "topics", None)))
+            group = getattr(step, "group", None)
+            if group is not None and group != ALL:
+                groups.add(group)
+            if isinstance(step, (ConsumersJoin, ConsumersLeave)) and step.client_ids:
+                clients.update((step.group, c) for c in step.client_ids)
+    return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
+
+
+def _listed(value: object) -> list[str]:
+    return list(value) if isinstance(value, tuple) else []
+
+
+@dataclass
+class _Names:
+    brokers: set[str]
+    topics: set[str]
+    groups: set[str]
+    clients: set[tuple[str, str]]
+
+
+def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
+    """Walk each scenario's steps against the snapshot's names (``existing``: those of the
+    referenced names that the snapshot holds), tracking what earlier steps add and remove."""
+    for scenario in scenarios:
+        names = _Names(
+            set(existing.brokers), set(existing.topics), set(existing.groups), set(existing.clients)
+        )
+        for k, step in enumerate(scenario.steps, 1):
+            _CHECKS[type(step)](step, names, f"scenario '{scenario.name}', step {k}", KIND_OF[type(step)])
+
+
+def _unknown(where: str, key: str, kind_name: str, missing: Iterable[str]) -> InputError:
+    listed = ", ".join(repr(m) for m in sorted(missing))
+    return InputError(where, key, f"no such {kind_name} in the snapshot at this step: {listed}")
+
+
+def _require(have: set, wanted: Iterable, where: str, key: str, kind_name: str) -> None:
+    missing = [w for w in wanted if w not in have]
+    if missing:
+        raise _unknown(where, key, kind_name, [m if isinstance(m, str) else m[1] for m in missing])
+
+
+def _check_add(step: AddBrokers, names: _Names, where: str, kind: str) -> None:
+    present = [n for n in step.names if n in names.brokers]
+    if present:
+        raise InputError(where, f"{kind}.names", f"broker(s) already in the snapshot: {present}")
+    if step.topics != ALL:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    names.brokers.update(step.names)
+
+
+def _check_remove(step: RemoveBrokers, names: _Names, where: str, kind: str) -> None:
+    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
+    names.brokers.difference_update(step.names)
+
+
+def _check_brokers(step: BrokerDown | BrokerUp, names: _Names, where: str, kind: str) -> None:
+    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
+
+
+def _check_queue_nums(step: SetQueueNums, names: _Names, where: str, kind: str) -> None:
+    if step.topics != ALL:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    if step.brokers != ALL:
+        _require(names.brokers, step.brokers, where, f"{kind}.brokers", "broker")
+
+
+def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.topics is not None:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    if step.client_ids:
+        names.clients.update((step.group, c) for c in step.client_ids)
+
+
+def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.client_ids:
+        wanted = [(step.group, c) for c in step.client_ids]
+        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
+        names.clients.difference_update(wanted)
+
+
+def _check_strategy(step: SetStrategy, names: _Names, where: str, kind: str) -> None:
+    if step.group != ALL:
+        _require(names.groups, [step.group], where, f"{kind}.group", "group")
+
+
+_CHECKS: dict[type, Callable] = {
+    AddBrokers: _check_add,
+    RemoveBrokers: _check_remove,
+    BrokerDown: _check_brokers,
+    BrokerUp: _check_brokers,
+    SetQueueNums: _check_queue_nums,
+    ConsumersJoin: _check_join,
+    ConsumersLeave: _check_leave,
+    SetStrategy: _check_strategy,
+}

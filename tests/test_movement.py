@@ -1,0 +1,131 @@
+"""Movement between phases, worked by hand from RocketMQ's AVG and AVG_BY_CIRCLE, and min_moves."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from rmqsim import schemas
+from rmqsim.movement import movement_batches
+
+ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+
+
+def _rows(phases: list[tuple[dict[str, int], list[str]]], strategy: str, model: str = "CLUSTERING"):
+    """One (topic t, group g) route per phase: ({broker: read queues}, client ids)."""
+    last = len(phases) - 1
+    rows = [
+        (
+            "s",
+            k,
+            [strategy],
+            [],
+            "t",
+            "g",
+            list(b),
+            list(b.values()),
+            [None] * len(b),
+            c,
+            [None] * len(c),
+            None,
+        )
+        + (10, None, "AVG", model, last, False)
+        for k, (b, c) in enumerate(phases)
+    ]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(list(col), type=f.type) for col, f in zip(zip(*rows), ROUTES)], schema=ROUTES
+    )
+
+
+def _movement(phases, strategy):
+    out = pa.Table.from_batches(movement_batches(_rows(phases, strategy))).to_pandas()
+    return out.set_index(["from_phase", "to_phase"])
+
+
+def test_a_consumer_joins_under_avg() -> None:
+    # 6 queues, [a, b] -> a: 0 1 2, b: 3 4 5; [a, b, c] -> a: 0 1, b: 2 3, c: 4 5.
+    # Moved: 2 (a to b), 4 and 5 (b to c). A balanced 2-2-2 split could keep a's 0 1 and b's two of
+    # 3 4 5: min_moves 2. Every client's share changed.
+    m = _movement([({"b": 6}, ["a", "b"]), ({"b": 6}, ["a", "b", "c"])], "AVG").loc[(0, 1)]
+    assert (m.queues_in_both, m.moved, m.min_moves, m.consumers_changed) == (6, 3, 2, 3)
+    assert m.moved_fraction == 0.5
+
+
+def test_a_consumer_joins_under_avg_by_circle() -> None:
+    # [a, b] -> a: 0 2 4, b: 1 3 5; [a, b, c] -> a: 0 3, b: 1 4, c: 2 5: queues 2 3 4 5 move.
+    m = _movement([({"b": 6}, ["a", "b"]), ({"b": 6}, ["a", "b", "c"])], "AVG_BY_CIRCLE").loc[(0, 1)]
+    assert (m.moved, m.min_moves, m.consumers_changed) == (4, 2, 3)
+
+
+def test_a_consumer_leaves_under_avg() -> None:
+    # [a, b, c] -> a: 0 1, b: 2 3, c: 4 5; c leaves -> a: 0 1 2, b: 3 4 5. Queue 2 goes a's way,
+    # 4 and 5 lose their owner: 3 moved; the fewest is c's 2 queues.
+    m = _movement([({"b": 6}, ["a", "b", "c"]), ({"b": 6}, ["a", "b"])], "AVG").loc[(0, 1)]
+    assert (m.moved, m.min_moves, m.consumers_before, m.consumers_after) == (3, 2, 3, 2)
+
+
+def test_broker_down_and_back_under_avg() -> None:
+    # mqAll b1:0-2 then b2:0-2 over [x, y]: x owns b1, y owns b2. b1 down: x b2:0 b2:1, y b2:2,
+    # so 2 of the 3 surviving queues move while one move (x takes one of y's) was enough.
+    # Back up: the same 2 move back (the fewest: 0, each keeps 3); phase 0 against 2: nothing moved.
+    up, down = {"b1": 3, "b2": 3}, {"b2": 3}
+    m = _movement([(up, ["x", "y"]), (down, ["x", "y"]), (up, ["x", "y"])], "AVG")
+    assert (m.loc[(0, 1)].queues_before, m.loc[(0, 1)].queues_after, m.loc[(0, 1)].queues_in_both) == (
+        6,
+        3,
+        3,
+    )
+    assert (m.loc[(0, 1)].moved, m.loc[(0, 1)].min_moves) == (2, 1)
+    assert (m.loc[(1, 2)].moved, m.loc[(1, 2)].min_moves) == (2, 0)
+    assert (m.loc[(0, 2)].moved, m.loc[(0, 2)].min_moves) == (0, 0)
+
+
+def _configured(lists: list[dict[str, list[int]]]):
+    """CONFIG rows, one per phase: every client's configured queues of broker b (4 queues)."""
+    rows = _rows([({"b": 4}, sorted(c)) for c in lists], "CONFIG")
+    configs = [[[{"broker_name": "b", "queue_id": q} for q in c[i]] for i in sorted(c)] for c in lists]
+    column = pa.array(configs, type=rows.schema.field("client_configs").type)
+    rows = rows.set_column(rows.schema.get_field_index("client_configs"), "client_configs", column)
+    return pa.Table.from_batches(movement_batches(rows)).to_pandas().set_index(["from_phase", "to_phase"])
+
+
+def test_min_moves_is_measured_against_assignments_as_balanced_as_the_new_one() -> None:
+    # Before: x owns 0 1 2, y owns 3. If nothing changes, nothing had to move: the after assignment
+    # spans 1..3 queues per client, so keeping everything is as balanced as it.
+    same = _configured([{"x": [0, 1, 2], "y": [3]}, {"x": [0, 1, 2], "y": [3]}]).loc[(0, 1)]
+    assert (same.moved, same.min_moves) == (0, 0)
+    # Rebalanced to 2 and 2, one queue of x's must move, and one did.
+    fair = _configured([{"x": [0, 1, 2], "y": [3]}, {"x": [0, 1], "y": [2, 3]}]).loc[(0, 1)]
+    assert (fair.moved, fair.min_moves) == (1, 1)
+    # Rebalanced the long way round: 0 1 and 3 change hands (2 stays with x) where one move was enough.
+    swap = _configured([{"x": [0, 1, 2], "y": [3]}, {"x": [2, 3], "y": [0, 1]}]).loc[(0, 1)]
+    assert (swap.moved, swap.min_moves, swap.consumers_changed) == (3, 1, 2)
+
+
+def test_growing_read_queues_under_avg_by_circle_moves_nothing() -> None:
+    # Circle allocation hands queue i to client i mod n: appending queues keeps every old owner.
+    m = _movement([({"b": 4}, ["x", "y"]), ({"b": 8}, ["x", "y"])], "AVG_BY_CIRCLE").loc[(0, 1)]
+    assert (m.queues_in_both, m.moved, m.min_moves) == (4, 0, 0)
+
+
+def test_broadcasting_groups_move_only_as_clients_come_and_go() -> None:
+    rows = _rows([({"b": 2}, ["x", "y"]), ({"b": 2}, ["x"])], "AVG", model="BROADCASTING")
+    m = pa.Table.from_batches(movement_batches(rows)).to_pandas().iloc[0]
+    assert (m.moved, m.min_moves) == (2, 2)  # both queues lose reader y; no assignment avoids it
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    strategy=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]),
+    before=st.tuples(st.integers(0, 12), st.integers(0, 12), st.sets(st.sampled_from("abcdefg"), min_size=1)),
+    after=st.tuples(st.integers(0, 12), st.integers(0, 12), st.sets(st.sampled_from("abcdefg"), min_size=1)),
+)
+def test_no_strategy_moves_fewer_than_min_moves(strategy, before, after) -> None:
+    # These strategies give every queue one owner; whatever their balance, the after assignment is
+    # one of those min_moves ranges over (as balanced as itself), so it cannot beat the minimum.
+    phases = [({"b1": q1, "b2": q2}, sorted(c)) for q1, q2, c in (before, after)]
+    phases = [({b: n for b, n in brokers.items() if n}, c) for brokers, c in phases]
+    m = _movement(phases, strategy).loc[(0, 1)]
+    assert 0 <= m.min_moves <= m.moved <= m.queues_in_both

@@ -1,0 +1,214 @@
+"""Scenario files and their steps, end to end through Spark on small snapshots worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqsim import cli, scenarios, simulate
+from rmqsim.config import SimulateConfig
+from rmqsim.errors import InputError
+from tests.conftest import make_snapshot, queue_rows
+
+BROKERS = [
+    {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}
+    for b in ("broker-a", "broker-b")
+]
+
+
+def _snapshot(tmp_path) -> str:
+    # orders: 4 queues on each of two brokers; group g: clients c1, c2.
+    return make_snapshot(
+        tmp_path / "snap",
+        brokers=BROKERS,
+        topic_queues=queue_rows("orders", {"broker-a": 4, "broker-b": 4}),
+        consumers=[{"group": "g", "topic": "orders", "client_id": c} for c in ("c1", "c2")],
+    )
+
+
+def _run(spark, tmp_path, text: str, strategies=("AVG",)):
+    path = tmp_path / "scenarios.yml"
+    path.write_text(text)
+    out = str(tmp_path / "out")
+    simulate.run(spark, SimulateConfig(_snapshot(tmp_path), out, strategies=strategies, scenarios=str(path)))
+    return out
+
+
+def _owners(spark, out: str, phase: int, strategy: str = "AVG") -> dict[tuple[str, int], str]:
+    rows = (
+        spark.read.parquet(f"{out}/assignments")
+        .where(f"phase = {phase} and strategy = '{strategy}'")
+        .collect()
+    )
+    return {(r.broker_name, r.queue_id): r.client_id for r in rows}
+
+
+def _movement(spark, out: str) -> dict[tuple[int, int], object]:
+    return {(r.from_phase, r.to_phase): r for r in spark.read.parquet(f"{out}/movement").collect()}
+
+
+def test_shrinking_write_queues_first_moves_nothing_and_read_queues_then_move(spark, tmp_path) -> None:
+    out = _run(
+        spark,
+        tmp_path,
+        """
+scenarios:
+  - name: shrink
+    steps:
+      - set_queue_nums: {topics: [orders], write_queue_nums: 2}
+      - set_queue_nums: {topics: [orders], read_queue_nums: 2}
+""",
+    )
+    # AVG over a0-a3 b0-b3: c1 a0-a3, c2 b0-b3. Consumers follow read counts: step 1 changes nothing.
+    # Step 2 leaves a0 a1 b0 b1: c1 takes the first two, c2 the last two, so no queue that stays
+    # changes owner (the queues that go, a2 a3 b2 b3, are the ones producers stopped writing to).
+    assert _owners(spark, out, 0) == _owners(spark, out, 1)
+    assert _owners(spark, out, 2) == {
+        ("broker-a", 0): "c1",
+        ("broker-a", 1): "c1",
+        ("broker-b", 0): "c2",
+        ("broker-b", 1): "c2",
+    }
+    m = _movement(spark, out)
+    assert (m[(0, 1)].moved, m[(0, 1)].queues_after) == (0, 8)
+    assert (m[(1, 2)].queues_before, m[(1, 2)].queues_after, m[(1, 2)].queues_in_both, m[(1, 2)].moved) == (
+        8,
+        4,
+        4,
+        0,
+    )
+    assert m[(0, 2)].moved == 0
+
+
+def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path) -> None:
+    out = _run(
+        spark,
+        tmp_path,
+        """
+scenarios:
+  - name: churn
+    steps:
+      - broker_down: {names: [broker-a]}
+      - broker_up: {names: [broker-a]}
+      - consumers_join: {group: g, client_ids: [c3]}
+""",
+        strategies=("AVG", "AVG_BY_CIRCLE"),
+    )
+    # Phase 1 (a down), AVG over b0-b3 with c1 c2: c1 b0 b1, c2 b2 b3: b0 b1 move from c2 to c1.
+    assert _owners(spark, out, 1) == {("broker-b", q): ("c1" if q < 2 else "c2") for q in range(4)}
+    rows = spark.read.parquet(f"{out}/movement").where("strategy = 'AVG'").collect()
+    m = {(r.from_phase, r.to_phase): r for r in rows}
+    assert (m[(0, 1)].moved, m[(0, 1)].min_moves) == (2, 2)
+    assert (m[(1, 2)].moved, m[(2, 3)].consumers_after) == (2, 3)
+    # Phase 3: c3 joins, 8 queues: c1 a0 a1 a2, c2 a3 b0 b1, c3 b2 b3: a3, b2 and b3 move.
+    # A 3-3-2 split keeping c1's a0-a2 and c2's b0-b2 would move 2.
+    assert (m[(2, 3)].moved, m[(2, 3)].min_moves, m[(0, 3)].moved) == (3, 2, 3)
+    assert sorted({r.strategy for r in spark.read.parquet(f"{out}/movement").collect()}) == [
+        "AVG",
+        "AVG_BY_CIRCLE",
+    ]
+
+
+def test_set_strategy_changes_the_configured_strategy_and_moves_queues(spark, tmp_path) -> None:
+    out = _run(
+        spark,
+        tmp_path,
+        """
+scenarios:
+  - name: to-circle
+    steps:
+      - set_strategy: {group: g, strategy: AVG_BY_CIRCLE}
+""",
+        strategies=None,
+    )
+    # AVG: c1 a0-a3, c2 b0-b3; circle: c1 a0 a2 b0 b2, c2 a1 a3 b1 b3: 4 of 8 move, the fewest is 0.
+    [m] = spark.read.parquet(f"{out}/movement").collect()
+    assert (m.strategy, m.moved, m.min_moves) == ("AVG_BY_CIRCLE", 4, 0)
+
+
+def test_add_brokers_takes_each_topics_usual_counts(spark, tmp_path) -> None:
+    out = _run(
+        spark,
+        tmp_path,
+        """
+scenarios:
+  - name: grow
+    steps:
+      - add_brokers: {names: [broker-c], machine_room: hz-b, topics: all}
+      - consumers_leave: {group: g, count: 1, seed: 3}
+""",
+    )
+    m = _movement(spark, out)
+    assert (m[(0, 1)].queues_after, m[(1, 2)].consumers_after) == (12, 1)
+    assert sorted({q for q in _owners(spark, out, 2).values()}) in (["c1"], ["c2"])
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("scenarios: []", "'scenarios:' list"),
+        ("scenarios: [{name: x, steps: [{explode: {}}]}]", "unknown step kind"),
+        ("scenarios: [{name: x, steps: [{broker_down: {}}]}]", "missing key(s) ['names']"),
+        ("scenarios: [{name: x, steps: [{broker_down: {names: [a], when: 1}}]}]", "unknown key(s) ['when']"),
+        ("scenarios: [{name: x, steps: [{consumers_join: {group: g}}]}]", "either client_ids or count"),
+        (
+            "scenarios: [{name: x, steps: [{set_queue_nums: {read_queue_nums: 70000}}]}]",
+            "between 0 and 65535",
+        ),
+        (
+            "scenarios: [{name: x, steps: [{set_strategy: {group: g, strategy: FASTEST}}]}]",
+            "unknown strategy",
+        ),
+    ],
+)
+def test_malformed_scenario_files_are_clear_errors(text, problem) -> None:
+    with pytest.raises(
+        InputError,
+        match=problem.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)"),
+    ):
+        scenarios.parse(text)
+
+
+@pytest.mark.parametrize(
+    "step, problem",
+    [
+        ("broker_down: {names: [broker-z]}", "no such broker in the snapshot at this step: 'broker-z'"),
+        ("set_queue_nums: {topics: [nope], read_queue_nums: 1}", "no such topic"),
+        ("consumers_leave: {group: g, client_ids: [c9]}", "no such client of group 'g'"),
+        ("consumers_join: {group: nobody, count: 1}", "no such group"),
+        ("add_brokers: {names: [broker-a]}", "already in the snapshot"),
+    ],
+)
+def test_steps_naming_what_does_not_exist_fail_before_simulating(spark, tmp_path, step, problem) -> None:
+    path = tmp_path / "s.yml"
+    path.write_text(f"scenarios:\n  - name: bad\n    steps:\n      - {step}\n")
+    with pytest.raises(InputError, match=problem):
+        simulate.build_group_routes(
+            spark, SimulateConfig(_snapshot(tmp_path), str(tmp_path / "o"), scenarios=str(path))
+        )
+
+
+def test_a_removed_broker_cannot_be_named_by_a_later_step() -> None:
+    runs = scenarios.parse(
+        "scenarios: [{name: x, steps: [{remove_brokers: {names: [a]}}, {broker_up: {names: [a]}}]}]"
+    )
+    existing = scenarios.Referenced(frozenset({"a"}), frozenset(), frozenset(), frozenset())
+    with pytest.raises(InputError, match="step 2"):
+        scenarios.check_names(runs, existing)
+
+
+def test_cli_exit_code_2_names_the_scenario_and_step(tmp_path, capsys) -> None:
+    path = tmp_path / "s.yml"
+    path.write_text("scenarios:\n  - name: bad\n    steps:\n      - broker_down: {names: [broker-z]}\n")
+    code = cli.main(
+        [
+            "simulate",
+            "--snapshot",
+            _snapshot(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+            "--scenarios",
+            str(path),
+        ]
+    )
+    assert code == 2
+    assert "scenario 'bad', step 1" in capsys.readouterr().err
