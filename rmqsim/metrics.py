@@ -120,6 +120,7 @@ def scenario_comparison(summary: DataFrame, movement: DataFrame) -> DataFrame:
             F.sum(F.when(whole, F.col("moved"))).alias("queues_moved"),
             F.sum(F.when(whole, F.col("min_moves"))).alias("min_moves"),
             F.sum(F.when(step, F.col("moved"))).alias("moved_over_steps"),
+            F.sum(F.when(whole, F.col("moved_backlog"))).alias("moved_backlog"),
         )
     )
     return (

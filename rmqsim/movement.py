@@ -18,7 +18,8 @@ For a pair (before, after), over the queues present in both phases' mqAll:
   is still there; client c could keep k_c queues, at most hi; keeping up to lo each is free, and
   beyond that the n - m*lo queues left over are the budget, so the most that stay is
   sum(min(k_c, hi, lo)) + min(n - m*lo, sum(max(min(k_c, hi) - lo, 0)));
-  (a BROADCASTING group has only one possible assignment, so there min_moves is moved);
+  (a BROADCASTING group has only one possible assignment, so there min_moves is moved; where
+  the after assignment leaves a queue unowned or owned twice, min_moves is null);
 - ``consumers_changed``: distinct clients (of either phase) whose owned queues differ.
 
 All of it is numpy and pandas over the whole batch: no loop runs per group.
@@ -34,7 +35,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.allocation import allocate_rows, rows_by_strategy, whole_groups
-from rmqsim.strategies.batch import distinct_callers, factorize
+from rmqsim.strategies.batch import as_objects, distinct_callers, factorize
 
 MOVEMENT_ARROW = to_arrow_schema(schemas.MOVEMENT)
 _I64 = np.int64
@@ -89,8 +90,8 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         lookup[mine.g.to_numpy()] = mine.u.to_numpy()
         unit_of[i] = lookup
 
-    broker = factorize(batch.queue_broker)
-    queue_key = (broker << 32) | batch.queue_id.astype(_I64)
+    broker, brokers = pd.factorize(as_objects(batch.queue_broker))
+    queue_key = (broker.astype(_I64) << 32) | batch.queue_id.astype(_I64)
     client_code = factorize(batch.client_ids)
 
     # Owners of every mqAll queue, per unit.
@@ -140,6 +141,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     n_pairs = len(pairs)
     in_both = np.bincount(common.p, minlength=n_pairs)
     moved = np.bincount(common.p, weights=~same, minlength=n_pairs).astype(_I64)
+    moved_backlog, has_offsets = _moved_backlog(rows, brokers, common[~same], pairs)
     was_owned = np.bincount(common.p, weights=common.size_a > 0, minlength=n_pairs).astype(_I64)
 
     # Distinct clients of every row: who is there to keep a queue.
@@ -164,6 +166,10 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     # A BROADCASTING group has one possible assignment (everyone reads everything): no better one.
     broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
     min_moves = np.where(broadcasting[pairs.g_b.to_numpy()], moved, min_moves)
+    # Where the after assignment leaves a queue with no owner or two (CONFIG, MACHINE_ROOM, duplicate
+    # client ids), it is no one-owner assignment to measure against: min_moves is null there.
+    odd = np.bincount(after.p, weights=after["size"] != 1, minlength=n_pairs) > 0
+    no_minimum = odd & ~broadcasting[pairs.g_b.to_numpy()]
 
     # Clients whose owned queues differ.
     held_a = pairs[["p", "u_a"]].merge(owners, left_on="u_a", right_on="u")[["p", "c", "q"]]
@@ -187,10 +193,11 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         pa.array(in_both.astype(_I64), type=pa.int64()),
         pa.array(moved, type=pa.int64()),
         pa.array(fraction, mask=in_both == 0, type=pa.float64()),
-        pa.array(min_moves, type=pa.int64()),
+        pa.array(min_moves, mask=no_minimum, type=pa.int64()),
         pa.array(consumers[g_a].astype(_I64), type=pa.int64()),
         pa.array(m_after.astype(_I64), type=pa.int64()),
         pa.array(consumers_changed, type=pa.int64()),
+        pa.array(moved_backlog, mask=~has_offsets, type=pa.int64()),
     ]
     return [pa.RecordBatch.from_arrays(columns, schema=MOVEMENT_ARROW)]
 
@@ -198,6 +205,35 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
 def map_movement(batches):
     for rows in whole_groups(batches):
         yield from movement_batches(rows)
+
+
+def _moved_backlog(
+    rows: pa.RecordBatch, brokers: pd.Index, moved: pd.DataFrame, pairs: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair, the backlog on its moved queues, and whether its (topic, group) has offsets."""
+    n_pairs = len(pairs)
+    column = rows.column("backlogs")
+    has = pc.is_valid(column).to_numpy(zero_copy_only=False)[pairs.g_b.to_numpy()]
+    flat = pc.list_flatten(column)
+    if len(flat) == 0 or moved.empty:
+        return np.zeros(n_pairs, _I64), has
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(_I64)
+    code = pd.Index(brokers).get_indexer(as_objects(flat.field("broker_name")))
+    queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(_I64)
+    entries = pd.DataFrame(
+        {
+            "g": np.repeat(np.arange(rows.num_rows, dtype=_I64), lengths),
+            "q": (code.astype(_I64) << 32) | queue_id,
+            "backlog": pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(_I64),
+        }
+    )[code >= 0].drop_duplicates(["g", "q"])  # a queue reported twice is one backlog
+    # Offsets are the fleet's, not a phase's: the after row's (topic, group) names them.
+    hit = (
+        moved[["p", "q"]]
+        .merge(pairs[["p", "g_b"]], on="p")
+        .merge(entries, left_on=["g_b", "q"], right_on=["g", "q"])
+    )
+    return np.bincount(hit.p, weights=hit.backlog, minlength=n_pairs).astype(_I64), has
 
 
 def _bounds(

@@ -62,6 +62,7 @@ COMPARISON_COLUMNS = (
     ("queues_moved", "moved (0 to last)"),
     ("min_moves", "min moves"),
     ("moved_over_steps", "moved over steps"),
+    ("moved_backlog", "backlog moved"),
 )
 
 

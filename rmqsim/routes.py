@@ -190,7 +190,20 @@ def normalised_strategy() -> Column:
     return F.upper(F.trim(F.coalesce(F.col("strategy"), F.lit("AVG"))))
 
 
-def group_routes(client_lists: DataFrame, *, routes: DataFrame, last_phase: dict[str, int]) -> DataFrame:
+def queue_backlogs(offsets: DataFrame) -> DataFrame:
+    """One row per (group, topic): each queue's backlog, the messages not yet consumed."""
+    backlog = F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0)).cast("long")
+    entry = F.struct("broker_name", F.col("queue_id").cast("int").alias("queue_id"), backlog.alias("backlog"))
+    return offsets.groupBy("group", "topic").agg(F.collect_list(entry).alias("backlogs"))
+
+
+def group_routes(
+    client_lists: DataFrame,
+    *,
+    routes: DataFrame,
+    last_phase: dict[str, int],
+    offsets: DataFrame | None = None,
+) -> DataFrame:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists and
     routes: a group's clients beside its topic's route; when strategies are compared, those the
     group lacks the configuration for are moved to ``skipped`` with the reason.
@@ -203,6 +216,13 @@ def group_routes(client_lists: DataFrame, *, routes: DataFrame, last_phase: dict
     last = F.create_map(*[F.lit(x) for kv in sorted(last_phase.items()) for x in kv])[F.col("scenario")]
     return (
         client_lists.join(routes, [*PHASE, "topic"], "left")
+        .transform(
+            lambda df: (
+                df.join(queue_backlogs(offsets), ["group", "topic"], "left")
+                if offsets is not None
+                else df.withColumn("backlogs", F.lit(None).cast(schemas.GROUP_ROUTES["backlogs"].dataType))
+            )
+        )
         .withColumns({c: F.coalesce(F.col(c), F.array().cast(t)) for c, t in empty.items()})
         .withColumns(
             {

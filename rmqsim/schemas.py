@@ -132,6 +132,13 @@ RUN_KEYS = (
 # One row per (scenario, phase, topic, group): the allocation stage's input. The strategies to
 # run are a list, so a route is shipped to Python once however many strategies are compared.
 QUEUE_REF = StructType([StructField("broker_name", STRING, True), StructField("queue_id", INT, True)])
+QUEUE_BACKLOG = StructType(
+    [
+        StructField("broker_name", STRING, True),
+        StructField("queue_id", INT, True),
+        StructField("backlog", LONG, True),
+    ]
+)
 GROUP_ROUTES = StructType(
     [
         StructField("scenario", STRING, False),
@@ -159,6 +166,8 @@ GROUP_ROUTES = StructType(
         StructField("message_model", STRING, False),
         StructField("last_phase", INT, False),  # the scenario's last phase: movement compares 0 with it
         StructField("compare", BOOLEAN, False),  # strategies named on the command line, not configured
+        # Messages not yet consumed per queue of the (topic, group): null without an offsets table.
+        StructField("backlogs", ArrayType(QUEUE_BACKLOG, True), True),
     ]
 )
 
@@ -236,10 +245,11 @@ MOVEMENT = StructType(
         StructField("queues_in_both", LONG, False),
         StructField("moved", LONG, False),  # queues in both phases whose owners differ
         StructField("moved_fraction", DOUBLE, True),  # moved / queues_in_both
-        StructField("min_moves", LONG, False),  # the fewest any balanced after-assignment could make
+        StructField("min_moves", LONG, True),  # null where no one-owner assignment compares: movement.py
         StructField("consumers_before", LONG, False),
         StructField("consumers_after", LONG, False),
         StructField("consumers_changed", LONG, False),  # clients whose owned queues differ
+        StructField("moved_backlog", LONG, True),  # backlog on the moved queues; null without offsets
     ]
 )
 
@@ -264,6 +274,7 @@ COMPARISON = StructType(
         StructField("queues_moved", LONG, True),  # phase 0 against the last phase
         StructField("min_moves", LONG, True),
         StructField("moved_over_steps", LONG, True),  # summed over consecutive phases
+        StructField("moved_backlog", LONG, True),  # on the queues moved from phase 0 to the last
     ]
 )
 

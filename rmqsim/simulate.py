@@ -63,7 +63,9 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
         lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
     )
     last_phase = {s.name: s.last_phase for s in runs}
-    group_routes = routes.group_routes(clients, routes=topic_routes, last_phase=last_phase)
+    group_routes = routes.group_routes(
+        clients, routes=topic_routes, last_phase=last_phase, offsets=staged.offsets
+    )
     return group_routes, checked.rejects, any(s.steps for s in runs)
 
 

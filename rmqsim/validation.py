@@ -29,6 +29,10 @@ def _blank_rules(*names: str) -> list[tuple[Column, str]]:
     return [(blank(n), f"{n} is null or empty") for n in names]
 
 
+def _queue_id_rules() -> list[tuple[Column, str]]:
+    return [(F.col("queue_id").isNull(), "queue_id is null"), (F.col("queue_id") < 0, "queue_id is negative")]
+
+
 def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
     """``df`` with ``flag`` true where its ``key`` is in ``keys`` (one row per key), else null."""
     return df.join(keys.select(key, F.lit(True).alias(flag)), key, "left")
@@ -128,11 +132,24 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
             columns=queue_config.columns,
             rules=[
                 *_blank_rules("group", "client_id", "topic", "broker_name"),
-                (F.col("queue_id").isNull(), "queue_id is null"),
-                (F.col("queue_id") < 0, "queue_id is negative"),
+                *_queue_id_rules(),
             ],
         )
         parts.append(bad_config)
+    offsets = snapshot.offsets
+    if offsets is not None:
+        offsets, bad_offsets = _split(
+            offsets,
+            source="offsets",
+            columns=offsets.columns,
+            rules=[
+                *_blank_rules("group", "topic", "broker_name"),
+                *_queue_id_rules(),
+                (F.col("broker_offset").isNull(), "broker_offset is null"),
+                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+            ],
+        )
+        parts.append(bad_offsets)
     all_rejects = reduce(DataFrame.unionByName, parts)
     checked = replace(
         snapshot,
@@ -141,5 +158,6 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         consumers=consumers,
         groups=groups,
         queue_config=queue_config,
+        offsets=offsets,
     )
     return Checked(checked, all_rejects)

@@ -97,6 +97,32 @@ QUEUE_CONFIG = [
 ]
 
 
+# Consumer progress of two groups (what `mqadmin consumerProgress` shows): a backlog per queue,
+# so scenarios report how many messages change owner, not just how many queues.
+PROGRESS = {"pay-consumer": ("payments", "refunds"), "order-consumer": ("orders",)}
+
+
+def offsets() -> dict:
+    out = {
+        "group": [],
+        "topic": [],
+        "broker_name": [],
+        "queue_id": [],
+        "broker_offset": [],
+        "consumer_offset": [],
+    }
+    for group, topics in PROGRESS.items():
+        for topic in topics:
+            for broker, (read, _, _) in sorted(TOPICS[topic].items()):
+                for queue_id in range(read):
+                    produced = 100_000 + 7_919 * (len(out["group"]) % 13)
+                    lag = (queue_id * 37 + len(broker) * 11) % 400  # deterministic, uneven
+                    row = (group, topic, broker, queue_id, produced, produced - lag)
+                    for key, value in zip(out, row):
+                        out[key].append(value)
+    return out
+
+
 def tables() -> dict:
     brokers = {
         "cluster": [],
@@ -137,6 +163,7 @@ def tables() -> dict:
             for key, value in zip(config, (group, client, topic, broker, queue_id)):
                 config[key].append(value)
     return {
+        "offsets": arrow_table(schemas.OFFSETS, offsets()),
         "queue_config": arrow_table(schemas.QUEUE_CONFIG, config),
         "brokers": arrow_table(schemas.BROKERS, brokers),
         "topic_queues": arrow_table(schemas.TOPIC_QUEUES, tq),

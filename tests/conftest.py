@@ -49,6 +49,7 @@ def make_snapshot(
     consumers: Iterable[Mapping[str, object]],
     groups: Iterable[Mapping[str, object]] | None = None,
     queue_config: Iterable[Mapping[str, object]] | None = None,
+    offsets: Iterable[Mapping[str, object]] | None = None,
 ) -> str:
     """Write a snapshot from row dicts; absent optional columns stay absent in the Parquet."""
     tables = {
@@ -62,6 +63,8 @@ def make_snapshot(
         tables["queue_config"] = arrow_table(
             schemas.QUEUE_CONFIG, _columns(schemas.QUEUE_CONFIG, queue_config)
         )
+    if offsets is not None:
+        tables["offsets"] = arrow_table(schemas.OFFSETS, _columns(schemas.OFFSETS, offsets))
     write_snapshot(tables, str(path))
     return str(path)
 

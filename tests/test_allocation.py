@@ -32,6 +32,7 @@ def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
             model,
             0,
             False,
+            None,
         )
         for s, topic, group, b, n, c in rows
     ]

@@ -68,3 +68,21 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     for table in ("assignments", "group_metrics", "consumer_load", "rejects", "summary"):
         assert (tmp_path / "out" / table).is_dir(), table
     assert not list(tmp_path.glob(".out.tmp-*"))  # staging renamed into place
+
+    # The bundled scenarios: each printed, compared, and charted by `rmqsim report`.
+    for scenario in (
+        "scale-out-two-brokers",
+        "broker-b-restart",
+        "shrink-orders-16-to-8",
+        "pay-consumer-8-to-12",
+    ):
+        assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
+    comparison = pq.read_table(tmp_path / "out" / "comparison").to_pandas()
+    one_owner = comparison[comparison.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
+    assert len(one_owner) == 12 and (one_owner.queues_moved >= one_owner.min_moves).all()
+    restart = comparison[comparison.scenario == "broker-b-restart"].set_index("strategy")
+    assert restart.loc["AVG"].queues_moved == 0 < restart.loc["AVG"].moved_over_steps  # back where it was
+    charts = _run("report", "--run", str(tmp_path / "out"), cwd=tmp_path)
+    assert charts.returncode == 0, charts.stderr[-3000:]
+    pngs = sorted((tmp_path / "out" / "charts").glob("*.png"))
+    assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

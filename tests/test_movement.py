@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ def _rows(phases: list[tuple[dict[str, int], list[str]]], strategy: str, model: 
             [None] * len(c),
             None,
         )
-        + (10, None, "AVG", model, last, False)
+        + (10, None, "AVG", model, last, False, None)
         for k, (b, c) in enumerate(phases)
     ]
     return pa.RecordBatch.from_arrays(
@@ -129,3 +130,39 @@ def test_no_strategy_moves_fewer_than_min_moves(strategy, before, after) -> None
     phases = [({b: n for b, n in brokers.items() if n}, c) for brokers, c in phases]
     m = _movement(phases, strategy).loc[(0, 1)]
     assert 0 <= m.min_moves <= m.moved <= m.queues_in_both
+
+
+def test_broker_down_under_avg_by_circle_moves_every_surviving_queue() -> None:
+    # Circle over b1:0-2 b2:0-2 and [x, y]: x b1:0 b1:2 b2:1, y b1:1 b2:0 b2:2. b1 down: x b2:0 b2:2,
+    # y b2:1, so all three surviving queues change hands, though x keeping b2:1 and y b2:0 b2:2
+    # (1 and 2 queues, as balanced as the result) needed none.
+    m = _movement([({"b1": 3, "b2": 3}, ["x", "y"]), ({"b2": 3}, ["x", "y"])], "AVG_BY_CIRCLE").loc[(0, 1)]
+    assert (m.queues_in_both, m.moved, m.min_moves) == (3, 3, 0)
+
+
+def test_expanding_read_queues_under_avg() -> None:
+    # 4 -> 8 queues over [x, y]: x 0 1 -> 0-3, y 2 3 -> 4-7: queues 2 and 3 move; none had to.
+    m = _movement([({"b": 4}, ["x", "y"]), ({"b": 8}, ["x", "y"])], "AVG").loc[(0, 1)]
+    assert (m.queues_before, m.queues_after, m.moved, m.min_moves) == (4, 8, 2, 0)
+
+
+def test_backlog_on_moved_queues() -> None:
+    # The broker-down case under AVG: b2:0 and b2:1 move from y to x, b2:2 stays with y.
+    rows = _rows([({"b1": 3, "b2": 3}, ["x", "y"]), ({"b2": 3}, ["x", "y"])], "AVG")
+    backlog = [{"broker_name": "b2", "queue_id": q, "backlog": n} for q, n in ((0, 5), (1, 7), (2, 100))]
+    backlog.append({"broker_name": "b1", "queue_id": 0, "backlog": 1000})  # gone from the route
+    column = pa.array([backlog, backlog], type=rows.schema.field("backlogs").type)
+    rows = rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+    m = pa.Table.from_batches(movement_batches(rows)).to_pandas().iloc[0]
+    assert (m.moved, m.moved_backlog) == (2, 12)
+    without = pa.Table.from_batches(
+        movement_batches(_rows([({"b": 2}, ["x"]), ({"b": 2}, ["x", "y"])], "AVG"))
+    )
+    assert without.column("moved_backlog").null_count == 1  # no offsets: unknown, not zero
+
+
+def test_min_moves_is_null_where_the_new_assignment_is_not_one_owner_per_queue() -> None:
+    # CONFIG lists that leave queues 2 and 3 without an owner: no one-owner assignment to compare.
+    m = _configured([{"x": [0, 1], "y": [2, 3]}, {"x": [0], "y": [1]}]).loc[(0, 1)]
+    assert m.moved == 3  # 1 changes hands, 2 and 3 lose their owner
+    assert pd.isna(m.min_moves)

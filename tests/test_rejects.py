@@ -29,6 +29,27 @@ def _snapshot(tmp_path) -> str:
             {"group": "hashy", "strategy": "CONSISTENT_HASH", "virtual_node_cnt": -1},
             {"group": "weird", "strategy": "FASTEST"},
         ],
+        offsets=[
+            {
+                "group": "good",
+                "topic": "t",
+                "broker_name": "b",
+                "queue_id": q,
+                "broker_offset": 9,
+                "consumer_offset": 4,
+            }
+            for q in range(4)
+        ]
+        + [
+            {
+                "group": "good",
+                "topic": "t",
+                "broker_name": "b",
+                "queue_id": 0,
+                "broker_offset": 9,
+                "consumer_offset": None,
+            }
+        ],
     )
 
 
@@ -40,6 +61,7 @@ EXPECTED = {
     ("consumers", "topic 'no-such-topic' has no route (no topic_queues row)"),
     ("groups", "unknown strategy 'FASTEST'"),
     ("consumers", "group 'weird' is not simulated: unknown strategy 'FASTEST'"),
+    ("offsets", "consumer_offset is null"),
     # an input that is valid but on which the real client throws: reported, not simulated
     ("allocation", "the client throws: illegal virtualNodeCnt :-1"),
 }
@@ -50,7 +72,7 @@ def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
     simulate.run(spark, SimulateConfig(snapshot=_snapshot(tmp_path), out=out, strategies=None))
     rejects = spark.read.parquet(f"{out}/rejects").collect()
     assert {(r.source, r.reason) for r in rejects} == EXPECTED
-    assert len(rejects) == 9  # weird has two clients
+    assert len(rejects) == 10  # weird has two clients
     rows = {r.reason: json.loads(r.row) for r in rejects}
     assert rows["read_queue_nums is negative"]["topic"] == "neg"
     assert rows["the client throws: illegal virtualNodeCnt :-1"] == {
@@ -75,11 +97,11 @@ def test_rows_in_equal_rows_used_plus_rows_rejected(spark, tmp_path) -> None:
     snapshot = load_snapshot(spark, _snapshot(tmp_path))
     checked = check_snapshot(snapshot, configured_strategies=True)
     rejected = {r.source: r["count"] for r in checked.rejects.groupBy("source").count().collect()}
-    for table in ("brokers", "topic_queues", "consumers", "groups"):
+    for table in ("brokers", "topic_queues", "consumers", "groups", "offsets"):
         rows_in = getattr(snapshot, table).count()
         used = getattr(checked.snapshot, table).count()
         assert rows_in == used + rejected.get(table, 0), table
-    assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 4, "groups": 1}
+    assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 4, "groups": 1, "offsets": 1}
 
 
 def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:

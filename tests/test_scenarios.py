@@ -16,12 +16,25 @@ BROKERS = [
 
 
 def _snapshot(tmp_path) -> str:
-    # orders: 4 queues on each of two brokers; group g: clients c1, c2.
+    # orders: 4 queues on each of two brokers; group g: clients c1, c2; queue q of broker-b has a
+    # backlog of 10**q messages (broker-a's are all consumed).
     return make_snapshot(
         tmp_path / "snap",
         brokers=BROKERS,
         topic_queues=queue_rows("orders", {"broker-a": 4, "broker-b": 4}),
         consumers=[{"group": "g", "topic": "orders", "client_id": c} for c in ("c1", "c2")],
+        offsets=[
+            {
+                "group": "g",
+                "topic": "orders",
+                "broker_name": b,
+                "queue_id": q,
+                "broker_offset": 5000,
+                "consumer_offset": 5000 - (10**q if b == "broker-b" else 0),
+            }
+            for b in ("broker-a", "broker-b")
+            for q in range(4)
+        ],
     )
 
 
@@ -97,7 +110,7 @@ scenarios:
     assert _owners(spark, out, 1) == {("broker-b", q): ("c1" if q < 2 else "c2") for q in range(4)}
     rows = spark.read.parquet(f"{out}/movement").where("strategy = 'AVG'").collect()
     m = {(r.from_phase, r.to_phase): r for r in rows}
-    assert (m[(0, 1)].moved, m[(0, 1)].min_moves) == (2, 2)
+    assert (m[(0, 1)].moved, m[(0, 1)].min_moves, m[(0, 1)].moved_backlog) == (2, 2, 1 + 10)
     assert (m[(1, 2)].moved, m[(2, 3)].consumers_after) == (2, 3)
     # Phase 3: c3 joins, 8 queues: c1 a0 a1 a2, c2 a3 b0 b1, c3 b2 b3: a3, b2 and b3 move.
     # A 3-3-2 split keeping c1's a0-a2 and c2's b0-b2 would move 2.
