@@ -16,9 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_simulate import MASTER, STRATEGIES, ensure_snapshot, simulate_job, snapshot_dir
+from bench_simulate import MASTER, STRATEGIES, ensure_snapshot, snapshot_dir
 
-from rmqsim import config, session
+from rmqsim import config, session, simulate
 
 
 def _get(url: str) -> list[dict]:
@@ -55,14 +55,23 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
+    p.add_argument("--scenarios", help="scenarios file (bench_scenario.py writes one)")
+    p.add_argument("--no-warm-up", action="store_true", help="profile the first run")
     args = p.parse_args()
     snapshot = snapshot_dir(args.workdir, args.rows, args.seed)
     ensure_snapshot(snapshot, args.rows, args.seed)
 
     conf = {**config.load_profile("local").conf, "spark.ui.enabled": "true"}
     spark = session.build_session(app_name="rmqsim-profile", master=MASTER, conf=conf)
-    sim = simulate_job(spark, snapshot, args.workdir / "out", config.parse_strategies(args.strategies))
-    sim()  # warm-up
+    cfg = config.SimulateConfig(
+        snapshot=str(snapshot),
+        out=str(args.workdir / "out"),
+        strategies=config.parse_strategies(args.strategies),
+        scenarios=args.scenarios,
+    )
+    sim = lambda: simulate.run(spark, cfg)  # noqa: E731
+    if not args.no_warm_up:
+        sim()
     api = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}"
     before = {j["jobId"] for j in _get(f"{api}/jobs")}
     start = time.perf_counter()

@@ -91,94 +91,114 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         unit_of[i] = lookup
 
     broker, brokers = pd.factorize(as_objects(batch.queue_broker))
-    queue_key = (broker.astype(_I64) << 32) | batch.queue_id.astype(_I64)
+    # Dense codes: every (unit or pair, queue, client) becomes one int64 key, and every join
+    # below is a sort or a binary search over those keys.
+    queue_code, queue_keys = pd.factorize((broker.astype(_I64) << 32) | batch.queue_id.astype(_I64))
+    queue_code = queue_code.astype(_I64)
+    n_q = max(len(queue_keys), 1)
     client_code = factorize(batch.client_ids)
+    n_c = int(client_code.max(initial=0)) + 1
+    n_pairs = len(pairs)
+    g_a, g_b = pairs.g_a.to_numpy(), pairs.g_b.to_numpy()
+    u_a, u_b = pairs.u_a.to_numpy(), pairs.u_b.to_numpy()
 
-    # Owners of every mqAll queue, per unit.
-    owned = []
+    # Owners of every mqAll queue, per unit, sorted by (unit, queue, client), duplicates dropped.
+    parts_u, parts_q, parts_c = [], [], []
     for i, a in enumerate(allocated):
         inside = a.allocation.queue >= 0  # CONFIG may return queues that are not in mqAll
         caller = a.allocation.caller[inside]
-        g = a.callers.group[caller]
-        owned.append(
-            pd.DataFrame(
-                {
-                    "u": unit_of[i][g],
-                    "q": queue_key[a.allocation.queue[inside]],
-                    "c": client_code[a.callers.client[caller]],
-                }
-            ).drop_duplicates()
-        )
-    owners = pd.concat(owned, ignore_index=True)
-    signature = owners.groupby(["u", "q"]).c.agg(["size", "min", "max"])
-    multi = signature["size"] > 2  # rare (CONFIG): the exact set, coded
-    signature["set"] = 0
-    if multi.any():
-        sets = owners.merge(signature[multi].reset_index()[["u", "q"]], on=["u", "q"])
-        exact = sets.sort_values("c").groupby(["u", "q"]).c.agg(tuple)
-        signature.loc[exact.index, "set"] = pd.factorize(exact)[0] + 1
-    signature = signature.reset_index()
-
-    # Every unit's mqAll.
-    counts = batch.queue_counts[units.g.to_numpy()]
-    queues = pd.DataFrame(
-        {
-            "u": np.repeat(units.u.to_numpy(), counts),
-            "q": queue_key[_runs(batch.queue_offsets[units.g.to_numpy()], counts)],
-        }
-    ).merge(signature, on=["u", "q"], how="left")
-    queues[["size", "min", "max", "set"]] = queues[["size", "min", "max", "set"]].fillna(0).astype(_I64)
-
-    before = pairs[["p", "u_a"]].merge(queues, left_on="u_a", right_on="u").drop(columns=["u", "u_a"])
-    after = pairs[["p", "u_b"]].merge(queues, left_on="u_b", right_on="u").drop(columns=["u", "u_b"])
-    common = before.merge(after, on=["p", "q"], suffixes=("_a", "_b"))
-    same = (
-        (common.size_a == common.size_b)
-        & (common.min_a == common.min_b)
-        & (common.max_a == common.max_b)
-        & (common.set_a == common.set_b)
+        parts_u.append(unit_of[i][a.callers.group[caller]])
+        parts_q.append(queue_code[a.allocation.queue[inside]])
+        parts_c.append(client_code[a.callers.client[caller]])
+    owner_key = _unique(
+        (np.concatenate(parts_u) * n_q + np.concatenate(parts_q)) * n_c + np.concatenate(parts_c)
     )
-    n_pairs = len(pairs)
-    in_both = np.bincount(common.p, minlength=n_pairs)
-    moved = np.bincount(common.p, weights=~same, minlength=n_pairs).astype(_I64)
-    moved_backlog, has_offsets = _moved_backlog(rows, brokers, common[~same], pairs)
-    was_owned = np.bincount(common.p, weights=common.size_a > 0, minlength=n_pairs).astype(_I64)
+    owner_uq, owner_c = owner_key // n_c, owner_key % n_c
+    owner_u, owner_q = owner_uq // n_q, owner_uq % n_q
+    # Each (unit, queue)'s owner set: its size, smallest and largest client (exact up to 2 owners).
+    sig_key, first, size = _runs_of(owner_uq)  # owner_key is sorted, so owner_uq is
+    sig_min, sig_max = owner_c[first], owner_c[first + size - 1]
+    sig_set = np.zeros(len(sig_key), _I64)
+    if (size > 2).any():  # rare (CONFIG): code the exact set
+        multi = np.flatnonzero(size > 2)
+        sets = [tuple(owner_c[first[k] : first[k] + size[k]]) for k in multi]
+        sig_set[multi] = pd.factorize(pd.Series(sets, dtype=object))[0] + 1
+
+    def signature(unit: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(size, min, max, set) of the owners of (unit, queue); size 0 where none."""
+        key = unit * n_q + q
+        at = np.minimum(np.searchsorted(sig_key, key), max(len(sig_key) - 1, 0))
+        hit = (sig_key[at] == key) if len(sig_key) else np.zeros(len(key), bool)
+        return tuple(
+            np.where(hit, v[at], 0) if len(v) else np.zeros(len(key), _I64)
+            for v in (size, sig_min, sig_max, sig_set)
+        )
+
+    # Each pair's queues before and after, and those in both.
+    def pair_queues(rows_of_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        counts = batch.queue_counts[rows_of_pair]
+        p = np.repeat(np.arange(n_pairs, dtype=_I64), counts)
+        return p, queue_code[_runs(batch.queue_offsets[rows_of_pair], counts)]
+
+    p_a, q_a = pair_queues(g_a)
+    p_b, q_b = pair_queues(g_b)
+    common = np.intersect1d(p_a * n_q + q_a, p_b * n_q + q_b, assume_unique=True)
+    cp, cq = common // n_q, common % n_q
+    before = signature(u_a[cp], cq)
+    after = signature(u_b[cp], cq)
+    differ = np.zeros(len(common), bool)
+    for x, y in zip(before, after):
+        differ |= x != y
+    in_both = np.bincount(cp, minlength=n_pairs)
+    moved = np.bincount(cp, weights=differ, minlength=n_pairs).astype(_I64)
+    moved_backlog, has_offsets = _moved_backlog(
+        rows, brokers, queue_keys, g_b[cp[differ]], cq[differ], cp[differ], n_pairs
+    )
+    was_owned = np.bincount(cp, weights=before[0] > 0, minlength=n_pairs).astype(_I64)
 
     # Distinct clients of every row: who is there to keep a queue.
     everyone = distinct_callers(batch)
-    clients = pd.DataFrame({"g": everyone.group, "c": client_code[everyone.client]})
+    present = np.sort(everyone.group * n_c + client_code[everyone.client])
     consumers = np.bincount(everyone.group, minlength=rows.num_rows)
-    n_after = batch.queue_counts[pairs.g_b.to_numpy()]
-    m_after = consumers[pairs.g_b.to_numpy()]
-    keepable = common[common.size_a == 1][["p", "q", "min_a"]].rename(columns={"min_a": "c"})
-    keepable = keepable.merge(pairs[["p", "g_b"]], on="p").merge(
-        clients, left_on=["g_b", "c"], right_on=["g", "c"]
-    )
-    k = keepable.groupby(["p", "c"]).size().rename("k").reset_index()
-    lo, hi = _bounds(owners, pairs, n_after, m_after)
-    cap = np.minimum(k.k.to_numpy(), hi[k.p.to_numpy()])  # what c can keep at most
-    k_lo = lo[k.p.to_numpy()]
-    free = np.bincount(k.p, weights=np.minimum(cap, k_lo), minlength=n_pairs)
-    beyond = np.bincount(k.p, weights=np.maximum(cap - k_lo, 0), minlength=n_pairs)
+    n_after = batch.queue_counts[g_b]
+    m_after = consumers[g_b]
+    sole = np.flatnonzero(before[0] == 1)  # a queue can stay only with its sole old owner...
+    wanted = g_b[cp[sole]] * n_c + before[1][sole]
+    at = np.minimum(np.searchsorted(present, wanted), max(len(present) - 1, 0))
+    still_there = sole[
+        (present[at] == wanted) if len(present) else np.zeros(len(sole), bool)
+    ]  # ...if still there
+    kp_c, k = _unique(cp[still_there] * n_c + before[1][still_there], counts=True)
+    k_p = kp_c // n_c
+    lo, hi = _bounds(owner_u, owner_c, u_b, n_after, m_after)
+    cap = np.minimum(k, hi[k_p])  # what c can keep at most
+    free = np.bincount(k_p, weights=np.minimum(cap, lo[k_p]), minlength=n_pairs)
+    beyond = np.bincount(k_p, weights=np.maximum(cap - lo[k_p], 0), minlength=n_pairs)
     budget = n_after - m_after * lo  # queues that may go to clients beyond their minimum
     kept = (free + np.minimum(budget, beyond)).astype(_I64)
     min_moves = np.where(m_after > 0, in_both - kept, was_owned).astype(_I64)
     # A BROADCASTING group has one possible assignment (everyone reads everything): no better one.
     broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
-    min_moves = np.where(broadcasting[pairs.g_b.to_numpy()], moved, min_moves)
+    min_moves = np.where(broadcasting[g_b], moved, min_moves)
     # Where the after assignment leaves a queue with no owner or two (CONFIG, MACHINE_ROOM, duplicate
     # client ids), it is no one-owner assignment to measure against: min_moves is null there.
-    odd = np.bincount(after.p, weights=after["size"] != 1, minlength=n_pairs) > 0
-    no_minimum = odd & ~broadcasting[pairs.g_b.to_numpy()]
+    after_all = signature(u_b[p_b], q_b)[0]
+    odd = np.bincount(p_b, weights=after_all != 1, minlength=n_pairs) > 0
+    no_minimum = odd & ~broadcasting[g_b]
 
-    # Clients whose owned queues differ.
-    held_a = pairs[["p", "u_a"]].merge(owners, left_on="u_a", right_on="u")[["p", "c", "q"]]
-    held_b = pairs[["p", "u_b"]].merge(owners, left_on="u_b", right_on="u")[["p", "c", "q"]]
-    diff = held_a.merge(held_b, on=["p", "c", "q"], how="outer", indicator=True)
-    changed = diff[diff._merge != "both"][["p", "c"]].drop_duplicates()
-    consumers_changed = np.bincount(changed.p, minlength=n_pairs).astype(_I64)
+    # Clients whose owned queues differ: (pair, client, queue) held on one side only.
+    unit_start = np.searchsorted(owner_u, np.arange(len(units) + 1))
 
-    g_a, g_b = pairs.g_a.to_numpy(), pairs.g_b.to_numpy()
+    def held(units_of_pair: np.ndarray) -> np.ndarray:
+        counts = unit_start[units_of_pair + 1] - unit_start[units_of_pair]
+        i = _runs(unit_start[units_of_pair], counts)
+        p = np.repeat(np.arange(n_pairs, dtype=_I64), counts)
+        return (p * n_c + owner_c[i]) * n_q + owner_q[i]
+
+    one_side = np.setxor1d(held(u_a), held(u_b), assume_unique=True)
+    changed = _unique(one_side // n_q)
+    consumers_changed = np.bincount(changed // n_c, minlength=n_pairs).astype(_I64)
+
     take = pa.array(g_b, type=pa.int64())
     fraction = np.divide(moved, in_both, out=np.zeros(n_pairs), where=in_both > 0)
     columns = [
@@ -197,7 +217,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         pa.array(consumers[g_a].astype(_I64), type=pa.int64()),
         pa.array(m_after.astype(_I64), type=pa.int64()),
         pa.array(consumers_changed, type=pa.int64()),
-        pa.array(moved_backlog, mask=~has_offsets, type=pa.int64()),
+        pa.array(moved_backlog, mask=~has_offsets[g_b], type=pa.int64()),
     ]
     return [pa.RecordBatch.from_arrays(columns, schema=MOVEMENT_ARROW)]
 
@@ -208,49 +228,75 @@ def map_movement(batches):
 
 
 def _moved_backlog(
-    rows: pa.RecordBatch, brokers: pd.Index, moved: pd.DataFrame, pairs: pd.DataFrame
+    rows: pa.RecordBatch,
+    brokers: pd.Index,
+    queue_keys: np.ndarray,
+    row: np.ndarray,
+    queue: np.ndarray,
+    pair: np.ndarray,
+    n_pairs: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair, the backlog on its moved queues, and whether its (topic, group) has offsets."""
-    n_pairs = len(pairs)
+    """Per pair, the backlog on its moved queues (given as after-row, queue code, pair), and
+    whether its (topic, group) has offsets."""
     column = rows.column("backlogs")
-    has = pc.is_valid(column).to_numpy(zero_copy_only=False)[pairs.g_b.to_numpy()]
+    has = pc.is_valid(column).to_numpy(zero_copy_only=False)
+    out = np.zeros(n_pairs, _I64)
     flat = pc.list_flatten(column)
-    if len(flat) == 0 or moved.empty:
-        return np.zeros(n_pairs, _I64), has
+    if len(flat) == 0 or len(row) == 0:
+        return out, has
     lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(_I64)
-    code = pd.Index(brokers).get_indexer(as_objects(flat.field("broker_name")))
+    broker = pd.Index(brokers).get_indexer(as_objects(flat.field("broker_name")))
     queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(_I64)
-    entries = pd.DataFrame(
-        {
-            "g": np.repeat(np.arange(rows.num_rows, dtype=_I64), lengths),
-            "q": (code.astype(_I64) << 32) | queue_id,
-            "backlog": pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(_I64),
-        }
-    )[code >= 0].drop_duplicates(["g", "q"])  # a queue reported twice is one backlog
-    # Offsets are the fleet's, not a phase's: the after row's (topic, group) names them.
-    hit = (
-        moved[["p", "q"]]
-        .merge(pairs[["p", "g_b"]], on="p")
-        .merge(entries, left_on=["g_b", "q"], right_on=["g", "q"])
-    )
-    return np.bincount(hit.p, weights=hit.backlog, minlength=n_pairs).astype(_I64), has
+    code = pd.Index(queue_keys).get_indexer((broker.astype(_I64) << 32) | queue_id)
+    known = (broker >= 0) & (code >= 0)  # offsets for queues no phase routes add nothing
+    n_q = max(len(queue_keys), 1)
+    entry_row = np.repeat(np.arange(rows.num_rows, dtype=_I64), lengths)[known]
+    # A queue reported twice is one backlog: keep the first.
+    order = np.argsort(entry_row * n_q + code[known], kind="stable")
+    keys, first_sorted, _ = _runs_of((entry_row * n_q + code[known])[order])
+    first = order[first_sorted]
+    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(_I64)[known][first]
+    wanted = row * n_q + queue
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    hit = keys[at] == wanted
+    np.add.at(out, pair[hit], backlog[at[hit]])
+    return out, has
 
 
 def _bounds(
-    owners: pd.DataFrame, pairs: pd.DataFrame, n_after: np.ndarray, m_after: np.ndarray
+    owner_u: np.ndarray, owner_c: np.ndarray, units: np.ndarray, n_after: np.ndarray, m_after: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair, the fewest and most queues per client that an assignment as balanced as the
-    after one may give: the after assignment's own range, widened to floor(n/m)..ceil(n/m)."""
+    """Per pair (its after ``units``), the fewest and most queues per client that an assignment as
+    balanced as the after one may give: its own range, widened to floor(n/m)..ceil(n/m)."""
     m = np.maximum(m_after, 1)
     floor, ceil = n_after // m, -(-n_after // m)
-    per_client = owners.groupby(["u", "c"]).size().rename("n").reset_index()
-    by_unit = per_client.groupby("u").n.agg(["size", "min", "max"])
-    after = by_unit.reindex(pairs.u_b.to_numpy())
-    owning = after["size"].fillna(0).to_numpy()
+    n_c = int(owner_c.max(initial=0)) + 1
+    held, per_client = _unique(owner_u * n_c + owner_c, counts=True)
+    unit_of = held // n_c
+    n_units = int(max(units.max(initial=-1), unit_of.max(initial=-1))) + 1
+    owning = np.bincount(unit_of, minlength=n_units)
+    most = np.zeros(n_units, _I64)
+    np.maximum.at(most, unit_of, per_client)
+    least = np.full(n_units, np.iinfo(_I64).max)
+    np.minimum.at(least, unit_of, per_client)
     # A client that owns nothing makes the after assignment's minimum 0.
-    low = np.where(owning >= m_after, after["min"].fillna(0).to_numpy(), 0).astype(_I64)
-    high = after["max"].fillna(0).to_numpy().astype(_I64)
-    return np.minimum(floor, low), np.maximum(ceil, high)
+    low = np.where(owning[units] >= m_after, least[units], 0)
+    low = np.where(owning[units] > 0, low, 0)
+    return np.minimum(floor, low), np.maximum(ceil, most[units])
+
+
+def _runs_of(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct keys, index of each one's first, its count) of an already sorted array: a sort
+    and a diff, several times faster here than numpy's hash-based unique."""
+    if len(sorted_keys) == 0:
+        return sorted_keys, np.zeros(0, _I64), np.zeros(0, _I64)
+    starts = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
+    return sorted_keys[starts], starts, np.diff(np.append(starts, len(sorted_keys)))
+
+
+def _unique(keys: np.ndarray, *, counts: bool = False):
+    values, _, n = _runs_of(np.sort(keys))
+    return (values, n) if counts else values
 
 
 def _runs(first: np.ndarray, count: np.ndarray) -> np.ndarray:
