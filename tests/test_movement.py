@@ -166,3 +166,20 @@ def test_min_moves_is_null_where_the_new_assignment_is_not_one_owner_per_queue()
     m = _configured([{"x": [0, 1], "y": [2, 3]}, {"x": [0], "y": [1]}]).loc[(0, 1)]
     assert m.moved == 3  # 1 changes hands, 2 and 3 lose their owner
     assert pd.isna(m.min_moves)
+
+
+def test_shrinking_read_queues_under_avg_and_avg_by_circle() -> None:
+    # 8 -> 4 read queues over [x, y]. AVG: x 0-3, y 4-7 -> x 0 1, y 2 3: queues 2 and 3 move, and
+    # must (x held all four survivors, a 2-2 split leaves it two). Circle: x 0 2 4 6, y 1 3 5 7 ->
+    # x 0 2, y 1 3: nothing moves.
+    avg = _movement([({"b": 8}, ["x", "y"]), ({"b": 4}, ["x", "y"])], "AVG").loc[(0, 1)]
+    assert (avg.queues_in_both, avg.moved, avg.min_moves) == (4, 2, 2)
+    circle = _movement([({"b": 8}, ["x", "y"]), ({"b": 4}, ["x", "y"])], "AVG_BY_CIRCLE").loc[(0, 1)]
+    assert (circle.moved, circle.min_moves) == (0, 0)
+
+
+def test_a_consumer_leaves_under_avg_by_circle() -> None:
+    # [a, b, c] -> a 0 3, b 1 4, c 2 5; c leaves -> a 0 2 4, b 1 3 5: queues 2 (c to a), 3 (a to b),
+    # 4 (b to a) and 5 (c to b) move; only c's two had to.
+    m = _movement([({"b": 6}, ["a", "b", "c"]), ({"b": 6}, ["a", "b"])], "AVG_BY_CIRCLE").loc[(0, 1)]
+    assert (m.moved, m.min_moves, m.consumers_changed) == (4, 2, 3)
