@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
@@ -183,6 +184,32 @@ def _keys(rows: pa.RecordBatch, strategy: str, group: np.ndarray) -> list[pa.Arr
     return [scenario, phase, _constant(strategy, len(group)), topic, grp]
 
 
+def queue_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(backlog of every flat queue, 0 where unknown; whether each row has offsets at all)."""
+    column = rows.column("backlogs")
+    has = pc.is_valid(column).to_numpy(zero_copy_only=False)
+    out = np.zeros(len(batch.queue_id))
+    offsets, flat = _list_column(rows, "backlogs")
+    if len(flat) == 0 or len(out) == 0:
+        return out, has
+    names = pd.Index(pd.unique(as_objects(batch.queue_broker)))
+    n_b = len(names) + 1
+
+    def key(row: np.ndarray, broker: np.ndarray, queue_id: np.ndarray) -> np.ndarray:
+        return (row * n_b + broker) * (1 << 32) + queue_id
+
+    flat_queues = key(batch.queue_group, names.get_indexer(as_objects(batch.queue_broker)), batch.queue_id)
+    entry_row = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets))
+    broker = names.get_indexer(as_objects(flat.field("broker_name")))
+    queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(np.int64)
+    at = pd.Index(flat_queues).get_indexer(key(entry_row, broker, queue_id))
+    found = (broker >= 0) & (queue_id >= 0) & (at >= 0)
+    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.float64)
+    # Reversed, so that the first row reported for a queue is the one that stays.
+    out[at[found][::-1]] = backlog[found][::-1]
+    return out, has
+
+
 def _owned_lists(a: Allocated) -> pa.ListArray:
     """Each caller's queues as a list, in the order the strategy returned them."""
     caller = a.allocation.caller
@@ -216,7 +243,13 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     """
     out = []
     group_code = _group_codes(rows)
-    for a in allocate_rows(rows):
+    allocated = allocate_rows(rows)
+    if allocated:
+        queue_backlog, has_offsets = queue_backlogs(rows, allocated[0].batch)
+        group_backlog = np.bincount(
+            allocated[0].batch.queue_group, weights=queue_backlog, minlength=rows.num_rows
+        )
+    for a in allocated:
         batch, callers = a.batch, a.callers
         g = callers.group
         queues = np.bincount(a.allocation.caller, minlength=len(callers)).astype(np.int64)
@@ -237,6 +270,15 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
         first_in_client, client_class, client_topics = skew.first_of_each(fleet_key)
         client_total = np.bincount(client_class, weights=queues).astype(np.int64)
+        owned = a.allocation.queue >= 0  # CONFIG may name queues outside mqAll: no known backlog
+        backlog = np.bincount(
+            a.allocation.caller[owned],
+            weights=queue_backlog[a.allocation.queue[owned]],
+            minlength=len(callers),
+        )
+        lag = skew.segment_stats(backlog, g, batch.n_groups)
+        no_lag = ~has_offsets[g] | (lag.count[g] == 0)
+        client_lag = np.bincount(client_class, weights=backlog)
 
         has_clients = stats.count[g] > 0
         longs = {
@@ -259,8 +301,15 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             pa.array(multi_owned[g].astype(np.int64), type=pa.int64()),
             pa.array(duplicate_client_counts(batch, callers)[g].astype(np.int64), type=pa.int64()),
             pa.array(errors[g], type=pa.string()),
+            pa.array(group_backlog[g].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
+            pa.array(lag.minimum[g].astype(np.int64), mask=no_lag, type=pa.int64()),
+            pa.array(lag.maximum[g].astype(np.int64), mask=no_lag, type=pa.int64()),
+            pa.array(lag.mean[g], mask=no_lag, type=pa.float64()),
+            pa.array(lag.stddev[g], mask=no_lag, type=pa.float64()),
+            pa.array(lag.max_over_mean[g], mask=no_lag | np.isnan(lag.max_over_mean[g]), type=pa.float64()),
             pa.array(client_topics[client_class].astype(np.int64), type=pa.int64()),
             pa.array(client_total[client_class], type=pa.int64()),
+            pa.array(client_lag[client_class].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
             pa.array(first_in_group, type=pa.bool_()),
             pa.array(first_in_client, type=pa.bool_()),
             _owned_lists(a),

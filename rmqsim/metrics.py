@@ -49,6 +49,7 @@ def consumer_load(client_queues: DataFrame) -> DataFrame:
         "client_id",
         F.col("client_topics").alias("topics"),
         F.col("client_queues").alias("queues"),
+        F.col("client_backlog").alias("backlog"),
     )
 
 

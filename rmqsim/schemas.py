@@ -201,6 +201,13 @@ GROUP_METRIC_FIELDS = (
     StructField("multi_owned_queues", LONG, False),
     StructField("duplicate_client_ids", LONG, False),
     StructField("error", STRING, True),  # what the real client throws, if it does
+    # Backlog (messages not yet consumed, from offsets): null where the group has no offsets rows.
+    StructField("backlog", LONG, True),  # over the group's queues in this topic
+    StructField("min_backlog", LONG, True),  # per consumer, over the queues it owns
+    StructField("max_backlog", LONG, True),
+    StructField("mean_backlog", DOUBLE, True),
+    StructField("stddev_backlog", DOUBLE, True),
+    StructField("backlog_max_over_mean", DOUBLE, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
@@ -216,6 +223,7 @@ CLIENT_QUEUES = StructType(
         *GROUP_METRIC_FIELDS,
         StructField("client_topics", LONG, False),  # topics of this group the client reads
         StructField("client_queues", LONG, False),  # queues over those topics
+        StructField("client_backlog", LONG, True),  # backlog over those topics; null without offsets
         StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group) has it
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
         StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
@@ -229,6 +237,7 @@ CONSUMER_LOAD = StructType(
         StructField("client_id", STRING, False),
         StructField("topics", LONG, False),
         StructField("queues", LONG, False),
+        StructField("backlog", LONG, True),  # null without offsets
     ]
 )
 

@@ -178,3 +178,18 @@ def test_config_lists_line_up_with_their_clients_when_some_rows_have_none() -> N
     rows = rows.set_column(rows.schema.get_field_index("client_configs"), "client_configs", configs)
     got = assignment_rows(rows)
     assert list(zip(got.client_id, got.queue_id)) == [("y", 1), ("y", 0)]
+
+
+def test_backlog_per_client_and_its_skew_from_offsets() -> None:
+    # AVG: x owns b0 b1 (10 + 20 = 30 messages behind), y owns b2 b3 (30 + 60 = 90): min 30,
+    # max 90, mean 60, population stddev 30, max/mean 1.5; the group is 120 behind.
+    rows = _routes([("AVG", "t", "g", ["b"], [4], ["x", "y"]), ("AVG", "u", "h", ["b"], [1], ["z"])])
+    lags = [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate((10, 20, 30, 60))]
+    column = pa.array([lags, None], type=rows.schema.field("backlogs").type)  # h: no offsets
+    rows = rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+    got = client_queue_rows(rows).set_index("client_id")
+    g = got.loc["x"]
+    assert (g.backlog, g.min_backlog, g.max_backlog, g.mean_backlog) == (120, 30, 90, 60.0)
+    assert (g.stddev_backlog, g.backlog_max_over_mean) == (30.0, 1.5)
+    assert got.client_backlog.to_dict()["y"] == 90
+    assert np.isnan(got.loc["z"].backlog) and np.isnan(got.loc["z"].client_backlog)  # unknown, not 0

@@ -111,6 +111,11 @@ scenarios:
     rows = spark.read.parquet(f"{out}/movement").where("strategy = 'AVG'").collect()
     m = {(r.from_phase, r.to_phase): r for r in rows}
     assert (m[(0, 1)].moved, m[(0, 1)].min_moves, m[(0, 1)].moved_backlog) == (2, 2, 1 + 10)
+    # Backlog skew: phase 0, c2 holds all of broker-b's 1 + 10 + 100 + 1000; phase 1, c1 b0 b1.
+    [g0] = spark.read.parquet(f"{out}/group_metrics").where("phase = 0 and strategy = 'AVG'").collect()
+    assert (g0.backlog, g0.min_backlog, g0.max_backlog, g0.mean_backlog) == (1111, 0, 1111, 555.5)
+    load = spark.read.parquet(f"{out}/consumer_load").where("phase = 1 and strategy = 'AVG'").collect()
+    assert {r.client_id: r.backlog for r in load} == {"c1": 11, "c2": 1100}
     assert (m[(1, 2)].moved, m[(2, 3)].consumers_after) == (2, 3)
     # Phase 3: c3 joins, 8 queues: c1 a0 a1 a2, c2 a3 b0 b1, c3 b2 b3: a3, b2 and b3 move.
     # A 3-3-2 split keeping c1's a0-a2 and c2's b0-b2 would move 2.
