@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas, skew
 from rmqsim import strategies as registry
-from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers
+from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers, sticky
 from rmqsim.strategies.batch import (
     as_objects,
     batch_client_codes,
@@ -146,7 +146,9 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
         listening = broadcasting[callers.group]
-        if not listening.any():
+        if name == sticky.NAME:
+            allocation, errors = sticky_by_phase(rows, batch, callers)
+        elif not listening.any():
             allocation, errors = registry.allocate(registry.get(name), batch, callers)
         else:
             # BROADCASTING groups do not balance: every client reads every queue.
@@ -167,6 +169,70 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
             errors[clustering] = sub_errors
         out.append(Allocated(name, batch, callers, allocation, errors))
     return out
+
+
+def sticky_by_phase(
+    rows: pa.RecordBatch, batch: GroupBatch, callers: Callers
+) -> tuple[Allocation, np.ndarray]:
+    """STICKY over a batch's phases in order: each phase starts from the assignment STICKY made in
+    the phase before for the same (scenario, topic, group) (none in phase 0: AVG's blocks).
+
+    BROADCASTING groups read everything under STICKY too."""
+    strategy = registry.get(sticky.NAME)
+    phase = rows.column("phase").to_numpy(zero_copy_only=False).astype(np.int64)
+    entity = pc.dictionary_encode(
+        pc.binary_join_element_wise(
+            rows.column("scenario"), rows.column("group"), rows.column("topic"), "\x00"
+        )
+    ).indices.to_numpy(zero_copy_only=False)
+    names, broker = np.unique(as_objects(batch.queue_broker), return_inverse=True)
+    queue_key = pd.MultiIndex.from_arrays([entity[batch.queue_group], broker, batch.queue_id])
+    client_code = batch_client_codes(batch)
+    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
+    previous = np.full(len(batch.queue_id), -1, np.int64)
+    batch.params[sticky.PREVIOUS] = previous
+    parts: list[Allocation] = []
+    errors = np.full(len(callers), None, dtype=object)
+    last_owner: pd.Series | None = None  # (entity, broker, queue id) -> client code, last phase
+    for p in np.unique(phase[callers.group]):
+        these = np.flatnonzero(phase[callers.group] == p)
+        rows_now = np.unique(callers.group[these])
+        flat = np.flatnonzero(np.isin(batch.queue_group, rows_now))
+        previous[flat] = -1
+        if last_owner is not None and len(flat):
+            code = last_owner.reindex(queue_key[flat]).to_numpy()
+            known = ~np.isnan(code)
+            # The old owner's first position in today's cidAll, if it is still there.
+            g = batch.queue_group[flat[known]]
+            position = _first_position(batch, client_code, g, code[known].astype(np.int64))
+            previous[flat[known]] = position
+        cluster = these[~broadcasting[callers.group[these]]]
+        allocated, sub_errors = registry.allocate(strategy, batch, callers.take(cluster))
+        clustered = allocated.select_callers(cluster, len(callers))
+        parts.append(clustered)
+        errors[cluster] = sub_errors
+        reading = these[broadcasting[callers.group[these]]]
+        if len(reading):
+            g = callers.group[reading]
+            everything = Allocation.from_runs(batch.queue_offsets[g], batch.queue_counts[g])
+            parts.append(everything.select_callers(reading, len(callers)))
+        last_owner = pd.Series(
+            client_code[callers.client[clustered.caller]], index=queue_key[clustered.queue]
+        )
+        last_owner = last_owner[~last_owner.index.duplicated()]
+    return concat_allocations(parts, batch, len(callers)), errors
+
+
+def _first_position(
+    batch: GroupBatch, client_code: np.ndarray, group: np.ndarray, code: np.ndarray
+) -> np.ndarray:
+    """The cidAll position in ``group`` of the first client with ``code``, -1 where none."""
+    position_group = np.repeat(np.arange(batch.n_groups, dtype=np.int64), batch.client_counts)
+    within = np.arange(len(client_code)) - batch.client_offsets[position_group]
+    table = pd.Series(within, index=pd.MultiIndex.from_arrays([position_group, client_code]))
+    table = table[~table.index.duplicated()]  # a duplicated id's first position
+    found = table.reindex(pd.MultiIndex.from_arrays([group, code])).to_numpy()
+    return np.where(np.isnan(found), -1, found).astype(np.int64)
 
 
 def _take(column: pa.Array, indices: np.ndarray) -> pa.Array:

@@ -14,6 +14,7 @@ from rmqsim.strategies import (
     consistent_hash,
     machine_room,
     machine_room_nearby,
+    sticky,
 )
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, as_objects, caller_errors
 
@@ -52,6 +53,8 @@ STRATEGIES: Mapping[str, Strategy] = {
         Strategy(consistent_hash.NAME, consistent_hash.allocate, check=consistent_hash.check),
         Strategy(machine_room.NAME, machine_room.allocate, check=machine_room.check),
         Strategy(machine_room_nearby.NAME, machine_room_nearby.allocate, check=machine_room_nearby.check),
+        # rmqsim's own: what a client-side strategy that remembers the last assignment could do.
+        Strategy(sticky.NAME, sticky.allocate),
     )
 }
 

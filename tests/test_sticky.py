@@ -1,0 +1,57 @@
+"""STICKY, rmqsim's own strategy: AVG without history, and exactly min_moves owner changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqsim.movement import movement_batches
+from rmqsim.strategies import allocate_one
+from tests.test_movement import _movement, _rows
+
+
+def test_without_history_sticky_is_avg() -> None:
+    mq = [("b", i) for i in range(7)]
+    for n_clients in range(1, 10):
+        cids = [f"c{i}" for i in range(n_clients)]
+        for cid in cids:
+            assert allocate_one("STICKY", "t", mq, cids, cid) == allocate_one("AVG", "t", mq, cids, cid)
+
+
+def test_a_consumer_joins_under_sticky() -> None:
+    # AVG moved 3 of 6 queues here (test_movement); STICKY: a keeps q0 q1, b keeps q3 q4, and c
+    # takes q2 and q5, the queues over a's and b's new share of 2: 2 moves, the minimum.
+    m = _movement([({"b": 6}, ["a", "b"]), ({"b": 6}, ["a", "b", "c"])], "STICKY").loc[(0, 1)]
+    assert (m.moved, m.min_moves) == (2, 2)
+
+
+def test_broker_down_and_back_under_sticky() -> None:
+    up, down = {"b1": 3, "b2": 3}, {"b2": 3}
+    m = _movement([(up, ["x", "y"]), (down, ["x", "y"]), (up, ["x", "y"])], "STICKY")
+    assert (m.loc[(0, 1)].moved, m.loc[(0, 1)].min_moves) == (1, 1)
+    assert (m.loc[(1, 2)].moved, m.loc[(1, 2)].min_moves) == (0, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    phases=st.lists(
+        st.tuples(st.integers(0, 9), st.integers(0, 9), st.sets(st.sampled_from("abcdefg"), min_size=1)),
+        min_size=2,
+        max_size=4,
+    )
+)
+def test_sticky_stays_balanced_and_moves_exactly_min_moves(phases) -> None:
+    spec = [({b: n for b, n in (("b1", q1), ("b2", q2)) if n}, sorted(c)) for q1, q2, c in phases]
+    rows = _rows(spec, "STICKY")
+    moves = pa.Table.from_batches(movement_batches(rows)).to_pandas()
+    consecutive = moves[moves.to_phase == moves.from_phase + 1]
+    assert (consecutive.moved == consecutive.min_moves).all()
+    from rmqsim.allocation import client_queue_batches
+
+    clients = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
+    spread = clients.groupby("phase").queues.agg(lambda q: q.max() - q.min())
+    assert (spread <= 1).all()  # within one queue per client in every phase
+    assert (clients.unassigned_queues == 0).all() and (clients.multi_owned_queues == 0).all()
+    assert np.all(clients.queues.to_numpy() >= 0)
