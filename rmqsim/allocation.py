@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas, skew
 from rmqsim import strategies as registry
-from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers, sticky
+from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers, lag_balanced, sticky
 from rmqsim.strategies.batch import (
     as_objects,
     batch_client_codes,
@@ -141,9 +141,12 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     """
     batch = to_batch(rows)
     everyone = distinct_callers(batch)
+    runs = rows_by_strategy(rows)
+    if lag_balanced.NAME in runs:
+        batch.params[lag_balanced.BACKLOG] = queue_backlogs(rows, batch)[0]
     broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
     out = []
-    for name, row_ids in rows_by_strategy(rows).items():
+    for name, row_ids in runs.items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
         listening = broadcasting[callers.group]
         if name == sticky.NAME:

@@ -71,6 +71,7 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
         "MACHINE_ROOM",
         "MACHINE_ROOM_NEARBY",
         "STICKY",
+        "LAG_BALANCED",
     }
     assert {line.split()[0] for line in lines if line.split() and line.split()[0] in names} == names
     for table in ("assignments", "group_metrics", "consumer_load", "rejects", "summary"):

@@ -244,6 +244,20 @@ class Allocation:
     def empty() -> Allocation:
         return Allocation(np.zeros(0, _I64), np.zeros(0, _I64))
 
+    @staticmethod
+    def from_positions(batch: GroupBatch, callers: Callers, owner: np.ndarray) -> Allocation:
+        """From the cidAll position (flat client index, -1 for none) owning every flat queue: each
+        caller gets its position's queues, in mqAll order (a duplicate id's later positions have
+        no caller, so their queues go unowned, as under AVG)."""
+        position_to_caller = np.full(len(batch.client_ids), -1, _I64)
+        ok = callers.index >= 0
+        position_to_caller[batch.client_offsets[callers.group[ok]] + callers.index[ok]] = np.flatnonzero(ok)
+        caller = np.where(owner >= 0, position_to_caller[np.maximum(owner, 0)], -1) if len(owner) else owner
+        queue = np.flatnonzero(caller >= 0)
+        caller = caller[queue]
+        order = np.lexsort((queue, caller))
+        return Allocation(caller[order].astype(_I64), queue[order].astype(_I64))
+
     def brokers(self, batch: GroupBatch) -> Strings:
         """The broker name of every allocated queue."""
         return self.broker if self.broker is not None else take(batch.queue_broker, self.queue)

@@ -12,6 +12,7 @@ from rmqsim.strategies import (
     avg_by_circle,
     config,
     consistent_hash,
+    lag_balanced,
     machine_room,
     machine_room_nearby,
     sticky,
@@ -55,6 +56,7 @@ STRATEGIES: Mapping[str, Strategy] = {
         Strategy(machine_room_nearby.NAME, machine_room_nearby.allocate, check=machine_room_nearby.check),
         # rmqsim's own: what a client-side strategy that remembers the last assignment could do.
         Strategy(sticky.NAME, sticky.allocate),
+        Strategy(lag_balanced.NAME, lag_balanced.allocate),
     )
 }
 

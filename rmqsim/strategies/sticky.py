@@ -73,12 +73,4 @@ def owners(batch: GroupBatch) -> np.ndarray:
 
 
 def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
-    owner = owners(batch)
-    position_to_caller = np.full(len(batch.client_ids), -1, _I64)
-    ok = callers.index >= 0
-    position_to_caller[batch.client_offsets[callers.group[ok]] + callers.index[ok]] = np.flatnonzero(ok)
-    caller = position_to_caller[owner] if len(owner) else np.zeros(0, _I64)
-    queue = np.flatnonzero(caller >= 0)
-    caller = caller[queue]
-    order = np.lexsort((queue, caller))  # each caller's queues in mqAll order, as AVG returns them
-    return Allocation(caller[order], queue[order])
+    return Allocation.from_positions(batch, callers, owners(batch))

@@ -1,0 +1,68 @@
+"""LAG_BALANCED, rmqsim's own strategy: balances backlog, within greedy least-loaded's bound."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqsim.allocation import client_queue_batches
+from tests.test_allocation import _routes
+
+
+def _with_backlogs(rows: pa.RecordBatch, backlogs: list[list[int] | None]) -> pa.RecordBatch:
+    """Backlog of queue q of broker b for each row (one broker per row here)."""
+    values = [
+        None
+        if lags is None
+        else [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate(lags)]
+        for lags in backlogs
+    ]
+    column = pa.array(values, type=rows.schema.field("backlogs").type)
+    return rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+
+
+def _metrics(strategy: str, lags: list[int], clients: list[str]):
+    rows = _with_backlogs(_routes([(strategy, "t", "g", ["b"], [len(lags)], clients)]), [lags])
+    got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
+    return got.iloc[0], got
+
+
+def test_a_skewed_topic_under_avg_and_lag_balanced() -> None:
+    # 12 queues, 4 clients; three hot queues hold most of the backlog (producers keyed by a few
+    # hot ids). AVG's contiguous blocks put two hot queues (8000 + 4000) on client 0.
+    lags = [8000, 4000, 100, 100, 100, 100, 2000, 100, 100, 100, 100, 100]
+    clients = ["c0", "c1", "c2", "c3"]
+    avg, _ = _metrics("AVG", lags, clients)
+    lag, got = _metrics("LAG_BALANCED", lags, clients)
+    assert avg.max_backlog == 12100 and avg.mean_backlog == 3725.0
+    # Greedy least-loaded, biggest first: 8000 to c0, 4000 to c1, 2000 to c2, then every 100 to
+    # the least loaded, c3, whose 900 never catch up with c2's 2000.
+    assert got.set_index("client_id").client_backlog.to_dict() == {
+        "c0": 8000,
+        "c1": 4000,
+        "c2": 2000,
+        "c3": 900,
+    }
+    assert lag.max_backlog == 8000  # the hottest queue alone: no assignment does better
+    # max/mean backlog: AVG 3.25, LAG_BALANCED 2.15, a third lower.
+    assert round(avg.backlog_max_over_mean, 2) == 3.25 and round(lag.backlog_max_over_mean, 2) == 2.15
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lags=st.lists(st.one_of(st.integers(0, 100), st.integers(0, 100_000)), min_size=1, max_size=40),
+    n_clients=st.integers(1, 9),
+)
+def test_no_client_ends_above_the_greedy_bound(lags, n_clients) -> None:
+    clients = [f"c{i}" for i in range(n_clients)]
+    _, got = _metrics("LAG_BALANCED", lags, clients)
+    bound = sum(lags) / n_clients + max(lags)
+    assert got.client_backlog.max() <= bound
+    assert got.queues.sum() == len(lags) and got.unassigned_queues.iloc[0] == 0  # one owner each
+
+
+def test_without_offsets_it_deals_queues_like_avg_by_circle() -> None:
+    rows = _routes([("LAG_BALANCED", "t", "g", ["b"], [7], ["x", "y", "z"])])
+    got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas().set_index("client_id")
+    assert got.queues.to_dict() == {"x": 3, "y": 2, "z": 2}
