@@ -55,3 +55,41 @@ def test_sticky_stays_balanced_and_moves_exactly_min_moves(phases) -> None:
     assert (spread <= 1).all()  # within one queue per client in every phase
     assert (clients.unassigned_queues == 0).all() and (clients.multi_owned_queues == 0).all()
     assert np.all(clients.queues.to_numpy() >= 0)
+
+
+def test_sticky_gives_the_same_answer_however_the_input_rows_are_ordered(spark, tmp_path) -> None:
+    import random
+
+    from rmqsim import simulate
+    from rmqsim.config import SimulateConfig
+    from tests.conftest import make_snapshot, queue_rows
+
+    brokers = [{"broker_name": b, "broker_id": 0, "alive": True} for b in ("b1", "b2", "b3")]
+    queues = queue_rows("t", {"b1": 5, "b2": 3, "b3": 4}) + queue_rows("u", {"b2": 6})
+    consumers = [
+        {"group": "g", "topic": t, "client_id": f"10.0.0.{i}@1"} for t in ("t", "u") for i in range(5)
+    ]
+    scenario = tmp_path / "s.yml"
+    scenario.write_text(
+        "scenarios:\n  - name: churn\n    steps:\n"
+        "      - consumers_leave: {group: g, client_ids: ['10.0.0.2@1']}\n"
+        "      - broker_down: {names: [b1]}\n"
+        "      - consumers_join: {group: g, count: 2, seed: 5}\n"
+    )
+    tables = []
+    for k, rows in enumerate((consumers, random.Random(7).sample(consumers, len(consumers)))):
+        ordered = (queues, brokers) if k == 0 else (queues[::-1], brokers[::-1])
+        snap = make_snapshot(
+            tmp_path / f"snap{k}", brokers=ordered[1], topic_queues=ordered[0], consumers=rows
+        )
+        out = str(tmp_path / f"out{k}")
+        simulate.run(spark, SimulateConfig(snap, out, strategies=("STICKY",), scenarios=str(scenario)))
+        tables.append(
+            sorted(
+                tuple(r)
+                for r in spark.read.parquet(f"{out}/assignments")
+                .select("phase", "topic", "client_id", "broker_name", "queue_id")
+                .collect()
+            )
+        )
+    assert tables[0] == tables[1] and len({r[0] for r in tables[0]}) == 4  # all four phases
