@@ -21,6 +21,7 @@ import yaml
 from bench_simulate import MASTER, ensure_snapshot, floor_job, snapshot_dir, timed
 
 from rmqsim import config, session, simulate
+from rmqsim.strategies import ROCKETMQ_STRATEGIES
 
 
 def write_scenario(snapshot: Path, path: Path) -> dict:
@@ -67,7 +68,7 @@ def main() -> None:
     cfg = config.SimulateConfig(
         snapshot=str(snapshot),
         out=str(out),
-        strategies=tuple(config.parse_strategies("all")),
+        strategies=ROCKETMQ_STRATEGIES,  # the six RocketMQ strategies (not rmqsim's own)
         scenarios=str(scenario_file),
     )
     floor = floor_job(spark, out / "assignments", floor_out)
