@@ -117,6 +117,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         )
         print()
         print(report.format_comparison(result.comparison))
+        print()
+        print(report.format_recommendation(result.recommendation))
     else:
         print(report.format_summary(result.summary))
     print(f"\noutputs in {result.out}")

@@ -27,6 +27,10 @@ def assignments(client_queues: DataFrame) -> DataFrame:
     return client_queues.select(*keys, F.inline("owned"))
 
 
+def _max_over_mean_of(column: str) -> Column:
+    return F.when(F.avg(column) > 0, F.max(column) / F.avg(column))
+
+
 def group_metrics(client_queues: DataFrame) -> DataFrame:
     """One row per (scenario, phase, strategy, topic, group): schemas.GROUP_METRICS.
 
@@ -129,6 +133,64 @@ def scenario_comparison(summary: DataFrame, movement: DataFrame) -> DataFrame:
         .join(moves, ["scenario", "strategy"], "left")
         .select(*schemas.COMPARISON.fieldNames())
         .orderBy("scenario", "strategy")
+    )
+
+
+def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement: DataFrame) -> DataFrame:
+    """One row per group: over every scenario and phase run, each strategy's worst max/mean of
+    its clients' queues summed over the group's topics (the load a client feels; a single topic
+    with fewer queues than clients would make every strategy look alike) and the queues it moved
+    over the steps; the strategy with the best
+    balance (then the fewest moves), the one with the fewest moves (then the best balance), and
+    how many of the group's clients are useful in the snapshot: beyond its biggest topic's queue
+    count, the rest sit idle whatever the strategy. Strategies on which the client throws for the
+    group never win."""
+    step = F.col("to_phase") == F.col("from_phase") + 1
+    moves = movement.where(step).groupBy("group", "strategy").agg(F.sum("moved").alias("moved"))
+    load = (
+        consumer_load.groupBy("scenario", "phase", "strategy", "group")
+        .agg(_max_over_mean_of("queues").alias("max_over_mean"))
+        .groupBy("group", "strategy")
+        .agg(F.max("max_over_mean").alias("worst_max_over_mean"))
+    )
+    per_strategy = (
+        group_metrics.groupBy("group", "strategy")
+        .agg(
+            F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
+            # As the snapshot is (phase 0): how many clients it has, and how many its biggest topic can use.
+            F.max(F.when(F.col("phase") == 0, F.col("consumer_count"))).alias("consumers"),
+            F.max(F.when(F.col("phase") == 0, F.col("queue_count"))).alias("most_queues"),
+        )
+        .join(load, ["group", "strategy"], "left")
+        .join(moves, ["group", "strategy"], "left")
+        .withColumn("moved", F.coalesce("moved", F.lit(0)))
+        .where(F.col("errors") == 0)
+    )
+    balance = F.coalesce(F.round("worst_max_over_mean", 3), F.lit(float("inf")))
+    best = F.min_by(F.col("strategy"), F.struct(balance, F.col("moved"), F.col("strategy")))
+    fewest = F.min_by(F.col("strategy"), F.struct(F.col("moved"), balance, F.col("strategy")))
+    return (
+        per_strategy.groupBy("group")
+        .agg(
+            best.alias("best_balance"),
+            F.min(balance).alias("best_max_over_mean"),
+            fewest.alias("fewest_moves"),
+            F.min("moved").alias("fewest_moved"),
+            F.max("consumers").alias("consumers"),
+            F.max("most_queues").alias("most_queues"),
+        )
+        .select(
+            "group",
+            "best_balance",
+            F.when(F.col("best_max_over_mean") < float("inf"), F.col("best_max_over_mean")).alias(
+                "best_max_over_mean"
+            ),
+            "fewest_moves",
+            "fewest_moved",
+            "consumers",
+            F.least("consumers", "most_queues").alias("useful_consumers"),
+        )
+        .orderBy("group")
     )
 
 

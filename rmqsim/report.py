@@ -66,6 +66,22 @@ COMPARISON_COLUMNS = (
 )
 
 
+RECOMMENDATION_COLUMNS = (
+    ("group", "group"),
+    ("best_balance", "best balance"),
+    ("best_max_over_mean", "its worst max/mean"),
+    ("fewest_moves", "fewest moves"),
+    ("fewest_moved", "its queues moved"),
+    ("consumers", "consumers"),
+    ("useful_consumers", "useful (<= queues)"),
+)
+
+
+def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
+    """Per group, over the scenarios run: which strategy balances best and which moves least."""
+    return "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)
+
+
 def format_comparison(rows: Sequence[Mapping[str, object]]) -> str:
     """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves."""
     blocks = []

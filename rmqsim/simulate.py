@@ -26,6 +26,7 @@ class RunResult:
     out: str
     summary: list[dict]  # per (scenario, phase, strategy)
     comparison: list[dict] = field(default_factory=list)  # per (scenario, strategy), with scenarios
+    recommendation: list[dict] = field(default_factory=list)  # per group, with scenarios
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -92,6 +93,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         _write(output, consumer_load, "consumer_load", *PARTITIONED_BY)
         _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
         comparison: list[dict] = []
+        advised: list[dict] = []
         if with_movement:
             # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
             movement = staged.mapInArrow(map_movement, schemas.MOVEMENT)
@@ -100,6 +102,10 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
                 spark.read.parquet(output.table("summary")), spark.read.parquet(output.table("movement"))
             )
             _write(output, written.coalesce(1), "comparison")
+            tables = ("group_metrics", "consumer_load", "movement")
+            advice = metrics.recommendation(*[spark.read.parquet(output.table(t)) for t in tables])
+            _write(output, advice.coalesce(1), "recommendation")
+            advised = [r.asDict() for r in spark.read.parquet(output.table("recommendation")).collect()]
             comparison = [r.asDict() for r in spark.read.parquet(output.table("comparison")).collect()]
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
@@ -116,4 +122,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         output.out,
         sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])),
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
+        sorted(advised, key=lambda r: r["group"]),
     )

@@ -92,6 +92,9 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     # After one step STICKY moves exactly the fewest queues a balanced assignment could.
     sticky = comparison[(comparison.strategy == "STICKY") & (comparison.scenario == "scale-out-two-brokers")]
     assert sticky.queues_moved.tolist() == sticky.min_moves.tolist()
+    advice = pq.read_table(tmp_path / "out" / "recommendation").to_pandas().set_index("group")
+    # notify-consumer: 6 clients on notifications, which has 4 queues (broker-c): 2 always idle.
+    assert (advice.loc["notify-consumer"].consumers, advice.loc["notify-consumer"].useful_consumers) == (6, 4)
     charts = _run("report", "--run", str(tmp_path / "out"), cwd=tmp_path)
     assert charts.returncode == 0, charts.stderr[-3000:]
     pngs = sorted((tmp_path / "out" / "charts").glob("*.png"))

@@ -126,6 +126,33 @@ scenarios:
     ]
 
 
+def test_recommendation_weighs_balance_then_moves(spark, tmp_path) -> None:
+    out = _run(
+        spark,
+        tmp_path,
+        """
+scenarios:
+  - name: churn
+    steps:
+      - broker_down: {names: [broker-a]}
+      - broker_up: {names: [broker-a]}
+      - consumers_join: {group: g, client_ids: [c3]}
+""",
+        strategies=("AVG", "AVG_BY_CIRCLE", "STICKY"),
+    )
+    # All three end 3-3-2 after c3 joins (max/mean 3 / (8/3) = 1.125). Moved over the steps: AVG
+    # 2 + 2 + 3 = 7; AVG_BY_CIRCLE 0 + 0 + 4 (b0..b3 keep their owners while a is down); STICKY
+    # 2 + 0 + 2. Tied on balance and moves, the name decides: AVG_BY_CIRCLE.
+    [r] = spark.read.parquet(f"{out}/recommendation").collect()
+    assert (r.best_balance, r.best_max_over_mean, r.fewest_moves, r.fewest_moved) == (
+        "AVG_BY_CIRCLE",
+        1.125,
+        "AVG_BY_CIRCLE",
+        4,
+    )
+    assert (r.consumers, r.useful_consumers) == (2, 2)
+
+
 def test_set_strategy_changes_the_configured_strategy_and_moves_queues(spark, tmp_path) -> None:
     out = _run(
         spark,
