@@ -46,6 +46,16 @@ def _run(spark, tmp_path, text: str, strategies=("AVG",)):
     return out
 
 
+CHURN = """
+scenarios:
+  - name: churn
+    steps:
+      - broker_down: {names: [broker-a]}
+      - broker_up: {names: [broker-a]}
+      - consumers_join: {group: g, client_ids: [c3]}
+"""
+
+
 def _owners(spark, out: str, phase: int, strategy: str = "AVG") -> dict[tuple[str, int], str]:
     rows = (
         spark.read.parquet(f"{out}/assignments")
@@ -96,14 +106,7 @@ def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path) -> None:
     out = _run(
         spark,
         tmp_path,
-        """
-scenarios:
-  - name: churn
-    steps:
-      - broker_down: {names: [broker-a]}
-      - broker_up: {names: [broker-a]}
-      - consumers_join: {group: g, client_ids: [c3]}
-""",
+        CHURN,
         strategies=("AVG", "AVG_BY_CIRCLE"),
     )
     # Phase 1 (a down), AVG over b0-b3 with c1 c2: c1 b0 b1, c2 b2 b3: b0 b1 move from c2 to c1.
@@ -130,14 +133,7 @@ def test_recommendation_weighs_balance_then_moves(spark, tmp_path) -> None:
     out = _run(
         spark,
         tmp_path,
-        """
-scenarios:
-  - name: churn
-    steps:
-      - broker_down: {names: [broker-a]}
-      - broker_up: {names: [broker-a]}
-      - consumers_join: {group: g, client_ids: [c3]}
-""",
+        CHURN,
         strategies=("AVG", "AVG_BY_CIRCLE", "STICKY"),
     )
     # All three end 3-3-2 after c3 joins (max/mean 3 / (8/3) = 1.125). Moved over the steps: AVG
