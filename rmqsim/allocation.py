@@ -144,11 +144,11 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     runs = rows_by_strategy(rows)
     if lag_balanced.NAME in runs:
         batch.params[lag_balanced.BACKLOG] = queue_backlogs(rows, batch)[0]
-    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
+    listens = broadcasting(rows)
     out = []
     for name, row_ids in runs.items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
-        listening = broadcasting[callers.group]
+        listening = listens[callers.group]
         if name == sticky.NAME:
             allocation, errors = sticky_by_phase(rows, batch, callers)
         elif not listening.any():
@@ -183,15 +183,12 @@ def sticky_by_phase(
     BROADCASTING groups read everything under STICKY too."""
     strategy = registry.get(sticky.NAME)
     phase = rows.column("phase").to_numpy(zero_copy_only=False).astype(np.int64)
-    entity = pc.dictionary_encode(
-        pc.binary_join_element_wise(
-            rows.column("scenario"), rows.column("group"), rows.column("topic"), "\x00"
-        )
-    ).indices.to_numpy(zero_copy_only=False)
-    names, broker = np.unique(as_objects(batch.queue_broker), return_inverse=True)
+    entity = row_codes(rows, "scenario", "group", "topic")
+    _, broker = np.unique(as_objects(batch.queue_broker), return_inverse=True)
     queue_key = pd.MultiIndex.from_arrays([entity[batch.queue_group], broker, batch.queue_id])
     client_code = batch_client_codes(batch)
-    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
+    first_position = _first_positions(batch, client_code)
+    listens = broadcasting(rows)
     previous = np.full(len(batch.queue_id), -1, np.int64)
     batch.params[sticky.PREVIOUS] = previous
     parts: list[Allocation] = []
@@ -207,14 +204,16 @@ def sticky_by_phase(
             known = ~np.isnan(code)
             # The old owner's first position in today's cidAll, if it is still there.
             g = batch.queue_group[flat[known]]
-            position = _first_position(batch, client_code, g, code[known].astype(np.int64))
-            previous[flat[known]] = position
-        cluster = these[~broadcasting[callers.group[these]]]
+            found = first_position.reindex(
+                pd.MultiIndex.from_arrays([g, code[known].astype(np.int64)])
+            ).to_numpy()
+            previous[flat[known]] = np.where(np.isnan(found), -1, found).astype(np.int64)
+        cluster = these[~listens[callers.group[these]]]
         allocated, sub_errors = registry.allocate(strategy, batch, callers.take(cluster))
         clustered = allocated.select_callers(cluster, len(callers))
         parts.append(clustered)
         errors[cluster] = sub_errors
-        reading = these[broadcasting[callers.group[these]]]
+        reading = these[listens[callers.group[these]]]
         if len(reading):
             g = callers.group[reading]
             everything = Allocation.from_runs(batch.queue_offsets[g], batch.queue_counts[g])
@@ -226,16 +225,12 @@ def sticky_by_phase(
     return concat_allocations(parts, batch, len(callers)), errors
 
 
-def _first_position(
-    batch: GroupBatch, client_code: np.ndarray, group: np.ndarray, code: np.ndarray
-) -> np.ndarray:
-    """The cidAll position in ``group`` of the first client with ``code``, -1 where none."""
+def _first_positions(batch: GroupBatch, client_code: np.ndarray) -> pd.Series:
+    """(group, client code) -> the cidAll position of that client's first copy in the group."""
     position_group = np.repeat(np.arange(batch.n_groups, dtype=np.int64), batch.client_counts)
     within = np.arange(len(client_code)) - batch.client_offsets[position_group]
     table = pd.Series(within, index=pd.MultiIndex.from_arrays([position_group, client_code]))
-    table = table[~table.index.duplicated()]  # a duplicated id's first position
-    found = table.reindex(pd.MultiIndex.from_arrays([group, code])).to_numpy()
-    return np.where(np.isnan(found), -1, found).astype(np.int64)
+    return table[~table.index.duplicated()]  # a duplicated id's first position
 
 
 def _take(column: pa.Array, indices: np.ndarray) -> pa.Array:
@@ -257,7 +252,7 @@ def queue_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> tuple[np.ndarray,
     """(backlog of every flat queue, 0 where unknown; whether each row has offsets at all)."""
     column = rows.column("backlogs")
     has = pc.is_valid(column).to_numpy(zero_copy_only=False)
-    out = np.zeros(len(batch.queue_id))
+    out = np.zeros(len(batch.queue_id), dtype=np.int64)
     offsets, flat = _list_column(rows, "backlogs")
     if len(flat) == 0 or len(out) == 0:
         return out, has
@@ -273,7 +268,7 @@ def queue_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> tuple[np.ndarray,
     queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(np.int64)
     at = pd.Index(flat_queues).get_indexer(key(entry_row, broker, queue_id))
     found = (broker >= 0) & (queue_id >= 0) & (at >= 0)
-    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.float64)
+    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.int64)
     # Reversed, so that the first row reported for a queue is the one that stays.
     out[at[found][::-1]] = backlog[found][::-1]
     return out, has
@@ -294,12 +289,15 @@ def _owned_lists(a: Allocated) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), queues, type=OWNED_ARROW)
 
 
-def _group_codes(rows: pa.RecordBatch) -> np.ndarray:
-    """An integer per distinct (scenario, phase, group) of the batch."""
-    key = pc.binary_join_element_wise(
-        rows.column("scenario"), pc.cast(rows.column("phase"), pa.string()), rows.column("group"), "\x00"
-    )
+def row_codes(rows: pa.RecordBatch, *columns: str) -> np.ndarray:
+    """An integer per row, equal for rows with equal values in ``columns``."""
+    key = pc.binary_join_element_wise(*[pc.cast(rows.column(c), pa.string()) for c in columns], "\x00")
     return pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def broadcasting(rows: pa.RecordBatch) -> np.ndarray:
+    """Rows of BROADCASTING groups: every client reads every queue, whatever the strategy."""
+    return pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
 
 
 def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
@@ -311,7 +309,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     explode and two row filters of these rows, done by Spark.
     """
     out = []
-    group_code = _group_codes(rows)
+    group_code = row_codes(rows, "scenario", "phase", "group")
     allocated = allocate_rows(rows)
     if allocated:
         queue_backlog, has_offsets = queue_backlogs(rows, allocated[0].batch)

@@ -30,19 +30,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
-from rmqsim.allocation import allocate_rows, rows_by_strategy, whole_groups
+from rmqsim.allocation import (
+    allocate_rows,
+    broadcasting,
+    queue_backlogs,
+    row_codes,
+    rows_by_strategy,
+    whole_groups,
+)
 from rmqsim.strategies.batch import as_objects, distinct_callers, factorize
 
 MOVEMENT_ARROW = to_arrow_schema(schemas.MOVEMENT)
 _I64 = np.int64
-
-
-def _codes(column: pa.Array) -> np.ndarray:
-    return pc.dictionary_encode(column).indices.to_numpy(zero_copy_only=False).astype(_I64)
 
 
 def _units(rows: pa.RecordBatch, strategies: list[str]) -> pd.DataFrame:
@@ -51,11 +53,9 @@ def _units(rows: pa.RecordBatch, strategies: list[str]) -> pd.DataFrame:
     g = np.concatenate([runs.get(s, np.zeros(0, _I64)) for s in strategies]).astype(_I64)
     s = np.concatenate([np.full(len(runs.get(name, ())), i, _I64) for i, name in enumerate(strategies)])
     compare = rows.column("compare").to_numpy(zero_copy_only=False)
-    key = pc.binary_join_element_wise(
-        rows.column("scenario"), rows.column("group"), rows.column("topic"), "\x00"
-    )
     # With --strategies configured, a phase's strategy may differ from the last one's: pair anyway.
-    entity = _codes(key)[g] * (len(strategies) + 1) + np.where(compare[g], s + 1, 0)
+    entity = row_codes(rows, "scenario", "group", "topic")[g] * (len(strategies) + 1)
+    entity += np.where(compare[g], s + 1, 0)
     phase = rows.column("phase").to_numpy(zero_copy_only=False).astype(_I64)
     last = rows.column("last_phase").to_numpy(zero_copy_only=False).astype(_I64)
     return pd.DataFrame(
@@ -90,7 +90,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         lookup[mine.g.to_numpy()] = mine.u.to_numpy()
         unit_of[i] = lookup
 
-    broker, brokers = pd.factorize(as_objects(batch.queue_broker))
+    broker, _ = pd.factorize(as_objects(batch.queue_broker))
     # Dense codes: every (unit or pair, queue, client) becomes one int64 key, and every join
     # below is a sort or a binary search over those keys.
     queue_code, queue_keys = pd.factorize((broker.astype(_I64) << 32) | batch.queue_id.astype(_I64))
@@ -135,14 +135,18 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         )
 
     # Each pair's queues before and after, and those in both.
-    def pair_queues(rows_of_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def pair_queues(rows_of_pair: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pair, queue code, flat queue index) of every queue of each pair's row."""
         counts = batch.queue_counts[rows_of_pair]
         p = np.repeat(np.arange(n_pairs, dtype=_I64), counts)
-        return p, queue_code[_runs(batch.queue_offsets[rows_of_pair], counts)]
+        flat = _runs(batch.queue_offsets[rows_of_pair], counts)
+        return p, queue_code[flat], flat
 
-    p_a, q_a = pair_queues(g_a)
-    p_b, q_b = pair_queues(g_b)
-    common = np.intersect1d(p_a * n_q + q_a, p_b * n_q + q_b, assume_unique=True)
+    p_a, q_a, _ = pair_queues(g_a)
+    p_b, q_b, flat_b = pair_queues(g_b)
+    common, _, at_b = np.intersect1d(
+        p_a * n_q + q_a, p_b * n_q + q_b, assume_unique=True, return_indices=True
+    )
     cp, cq = common // n_q, common % n_q
     before = signature(u_a[cp], cq)
     after = signature(u_b[cp], cq)
@@ -151,9 +155,10 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         differ |= x != y
     in_both = np.bincount(cp, minlength=n_pairs)
     moved = np.bincount(cp, weights=differ, minlength=n_pairs).astype(_I64)
-    moved_backlog, has_offsets = _moved_backlog(
-        rows, brokers, queue_keys, g_b[cp[differ]], cq[differ], cp[differ], n_pairs
-    )
+    # Offsets are the fleet's, not a phase's: the after row's (topic, group) names them.
+    queue_backlog, has_offsets = queue_backlogs(rows, batch)
+    moved_backlog = np.zeros(n_pairs, _I64)
+    np.add.at(moved_backlog, cp[differ], queue_backlog[flat_b[at_b[differ]]])
     was_owned = np.bincount(cp, weights=before[0] > 0, minlength=n_pairs).astype(_I64)
 
     # Distinct clients of every row: who is there to keep a queue.
@@ -178,13 +183,13 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     kept = (free + np.minimum(budget, beyond)).astype(_I64)
     min_moves = np.where(m_after > 0, in_both - kept, was_owned).astype(_I64)
     # A BROADCASTING group has one possible assignment (everyone reads everything): no better one.
-    broadcasting = pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
-    min_moves = np.where(broadcasting[g_b], moved, min_moves)
+    listens = broadcasting(rows)
+    min_moves = np.where(listens[g_b], moved, min_moves)
     # Where the after assignment leaves a queue with no owner or two (CONFIG, MACHINE_ROOM, duplicate
     # client ids), it is no one-owner assignment to measure against: min_moves is null there.
     after_all = signature(u_b[p_b], q_b)[0]
     odd = np.bincount(p_b, weights=after_all != 1, minlength=n_pairs) > 0
-    no_minimum = odd & ~broadcasting[g_b]
+    no_minimum = odd & ~listens[g_b]
 
     # Clients whose owned queues differ: (pair, client, queue) held on one side only.
     unit_start = np.searchsorted(owner_u, np.arange(len(units) + 1))
@@ -225,42 +230,6 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
 def map_movement(batches):
     for rows in whole_groups(batches):
         yield from movement_batches(rows)
-
-
-def _moved_backlog(
-    rows: pa.RecordBatch,
-    brokers: pd.Index,
-    queue_keys: np.ndarray,
-    row: np.ndarray,
-    queue: np.ndarray,
-    pair: np.ndarray,
-    n_pairs: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair, the backlog on its moved queues (given as after-row, queue code, pair), and
-    whether its (topic, group) has offsets."""
-    column = rows.column("backlogs")
-    has = pc.is_valid(column).to_numpy(zero_copy_only=False)
-    out = np.zeros(n_pairs, _I64)
-    flat = pc.list_flatten(column)
-    if len(flat) == 0 or len(row) == 0:
-        return out, has
-    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(_I64)
-    broker = pd.Index(brokers).get_indexer(as_objects(flat.field("broker_name")))
-    queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(_I64)
-    code = pd.Index(queue_keys).get_indexer((broker.astype(_I64) << 32) | queue_id)
-    known = (broker >= 0) & (code >= 0)  # offsets for queues no phase routes add nothing
-    n_q = max(len(queue_keys), 1)
-    entry_row = np.repeat(np.arange(rows.num_rows, dtype=_I64), lengths)[known]
-    # A queue reported twice is one backlog: keep the first.
-    order = np.argsort(entry_row * n_q + code[known], kind="stable")
-    keys, first_sorted, _ = _runs_of((entry_row * n_q + code[known])[order])
-    first = order[first_sorted]
-    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(_I64)[known][first]
-    wanted = row * n_q + queue
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
-    hit = keys[at] == wanted
-    np.add.at(out, pair[hit], backlog[at[hit]])
-    return out, has
 
 
 def _bounds(

@@ -124,32 +124,31 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
     consumers, bad_consumers = _split(consumers, source="consumers", columns=c_cols, rules=consumer_rules)
 
     parts = [bad_brokers, bad_tq, bad_groups, bad_consumers]
-    queue_config = snapshot.queue_config
-    if queue_config is not None:
-        queue_config, bad_config = _split(
-            queue_config,
-            source="queue_config",
-            columns=queue_config.columns,
-            rules=[
-                *_blank_rules("group", "client_id", "topic", "broker_name"),
-                *_queue_id_rules(),
-            ],
+
+    def optional(df: DataFrame | None, source: str, *keys: str, rules=()) -> DataFrame | None:
+        """An optional per-queue table: keys not blank, a valid queue_id, then ``rules``."""
+        if df is None:
+            return None
+        kept, bad = _split(
+            df, source=source, columns=df.columns, rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules]
         )
-        parts.append(bad_config)
-    offsets = snapshot.offsets
-    if offsets is not None:
-        offsets, bad_offsets = _split(
-            offsets,
-            source="offsets",
-            columns=offsets.columns,
-            rules=[
-                *_blank_rules("group", "topic", "broker_name"),
-                *_queue_id_rules(),
-                (F.col("broker_offset").isNull(), "broker_offset is null"),
-                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
-            ],
-        )
-        parts.append(bad_offsets)
+        parts.append(bad)
+        return kept
+
+    queue_config = optional(
+        snapshot.queue_config, "queue_config", "group", "client_id", "topic", "broker_name"
+    )
+    offsets = optional(
+        snapshot.offsets,
+        "offsets",
+        "group",
+        "topic",
+        "broker_name",
+        rules=[
+            (F.col("broker_offset").isNull(), "broker_offset is null"),
+            (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+        ],
+    )
     all_rejects = reduce(DataFrame.unionByName, parts)
     checked = replace(
         snapshot,
