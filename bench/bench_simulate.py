@@ -85,9 +85,9 @@ def assignments_only_job(spark: SparkSession, snapshot: Path, out: Path, strateg
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
 
     def job() -> None:
-        group_routes, _, _ = simulate.build_group_routes(spark, cfg)
         staged = allocation.partition_by_group(
-            group_routes, partitions=simulate.allocation_partitions(spark, cfg)
+            simulate.build_group_routes(spark, cfg).group_routes,
+            partitions=simulate.allocation_partitions(spark, cfg),
         )
         metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
             *simulate.PARTITIONED_BY

@@ -119,6 +119,9 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         print(report.format_comparison(result.comparison))
         print()
         print(report.format_recommendation(result.recommendation))
+        if result.exposure:
+            print()
+            print(report.format_exposure(result.exposure))
     else:
         print(report.format_summary(result.summary))
     print(f"\noutputs in {result.out}")

@@ -194,6 +194,46 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
     )
 
 
+SPLIT_BRAIN = (
+    "stale_clients",
+    "consumer_count",
+    "queue_count",
+    "multi_owned_queues",
+    "unassigned_queues",
+    "multi_owned_backlog",
+    "unassigned_backlog",
+)
+
+
+def split_brain(group_metrics: DataFrame) -> DataFrame:
+    """One row per (scenario, phase, strategy, topic, group) of a stale_view phase in which some
+    client computes from the old view: the queues read twice (duplicate consumption) and read by
+    nobody (stalled), and the backlog on each."""
+    return group_metrics.where(F.col("stale_clients") > 0).select(*RUN, "topic", "group", *SPLIT_BRAIN)
+
+
+def exposure(split_brain: DataFrame) -> DataFrame:
+    """One row per (scenario, strategy): the split-brain risk summed over the groups with stale
+    clients, the most exposed strategy first."""
+    risk = F.col("multi_owned_queues") + F.col("unassigned_queues")
+    return (
+        split_brain.groupBy("scenario", "strategy")
+        .agg(
+            F.count(F.lit(1)).alias("topic_groups"),
+            F.sum((risk > 0).cast("long")).alias("exposed"),
+            F.sum("multi_owned_queues").alias("multi_owned_queues"),
+            F.sum("unassigned_queues").alias("unassigned_queues"),
+            F.sum("multi_owned_backlog").alias("multi_owned_backlog"),
+            F.sum("unassigned_backlog").alias("unassigned_backlog"),
+            F.sum("queue_count").alias("queues"),
+        )
+        .withColumn(
+            "at_risk_fraction", (F.col("multi_owned_queues") + F.col("unassigned_queues")) / F.col("queues")
+        )
+        .orderBy("scenario", F.desc("at_risk_fraction"), "strategy")
+    )
+
+
 def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> DataFrame:
     """Reject rows for (topic, group, strategy) runs that produced no allocation: a strategy
     skipped for lack of its configuration, or a group on which the real client throws."""

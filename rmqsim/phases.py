@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from rmqsim import scenarios as sc
@@ -227,6 +227,7 @@ APPLY: dict[type, Callable] = {
     sc.ConsumersJoin: _consumers_join,
     sc.ConsumersLeave: _consumers_leave,
     sc.SetStrategy: _set_strategy,
+    sc.StaleView: lambda step, snap: snap,  # the state stays; only some clients' view differs
 }
 
 
@@ -255,3 +256,47 @@ def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
                 )
     stacked = {table: reduce(DataFrame.unionByName, frames) for table, frames in tagged.items()}
     return replace(snapshot, **stacked)
+
+
+STALE_VIEWS = "scenario string, phase int, group string, client_id string, view_phase int"
+
+
+def stale_views(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> DataFrame | None:
+    """One row per (scenario, phase, group, stale client): the clients of each stale_view phase
+    that still compute from ``view_phase`` (the phase before the change); None without any.
+
+    ``fraction`` picks ceil(fraction x clients) of the group's clients by a seeded hash: the
+    same ones every run."""
+    frames = []
+    for scenario in scenarios:
+        views = scenario.stale_views()
+        if not views:
+            continue
+        snaps = phase_snapshots(snapshot, scenario)
+        for k, step in views:
+            frames.append(
+                _stale_clients(snaps[k - 1], step).select(
+                    F.lit(scenario.name).alias("scenario"),
+                    F.lit(k).cast("int").alias("phase"),
+                    F.lit(step.group).alias("group"),
+                    "client_id",
+                    F.lit(k - 2).cast("int").alias("view_phase"),
+                )
+            )
+    return reduce(DataFrame.unionByName, frames) if frames else None
+
+
+def _stale_clients(current: Snapshot, step: sc.StaleView) -> DataFrame:
+    spark = current.consumers.sparkSession
+    if step.client_ids is not None:
+        return spark.createDataFrame([(c,) for c in step.client_ids], "client_id string")
+    clients = current.consumers.where(F.col("group") == step.group).select("group", "client_id").distinct()
+    by_hash = Window.partitionBy("group").orderBy(F.xxhash64(F.lit(step.seed), "client_id"), "client_id")
+    everyone = Window.partitionBy("group")
+    return (
+        clients.withColumn("_rank", F.row_number().over(by_hash))
+        .withColumn("_of", F.count(F.lit(1)).over(everyone))
+        # Less a hair: 10 x 0.7 is 7.000000000000001 in floating point, and must pick 7.
+        .where(F.col("_rank") <= F.ceil(F.col("_of") * F.lit(step.fraction) - F.lit(1e-9)))
+        .select("client_id")
+    )

@@ -84,14 +84,43 @@ def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
 
 def format_comparison(rows: Sequence[Mapping[str, object]]) -> str:
     """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves."""
-    blocks = []
+    return _per_scenario(
+        sorted(rows, key=lambda r: str(r["strategy"])),
+        lambda scenario, first: f"scenario {scenario}: phase 0 against phase {first.get('last_phase')}",
+        COMPARISON_COLUMNS,
+    )
+
+
+def _per_scenario(rows: Sequence[Mapping[str, object]], title, columns: Sequence[tuple[str, str]]) -> str:
+    """A titled table per scenario, scenarios in name order, rows in the order given."""
     by_scenario: dict[object, list[Mapping[str, object]]] = {}
     for row in rows:
         by_scenario.setdefault(row["scenario"], []).append(row)
+    blocks = []
     for scenario, scenario_rows in sorted(by_scenario.items(), key=lambda kv: str(kv[0])):
-        last = scenario_rows[0].get("last_phase")
-        blocks.append(f"scenario {scenario}: phase 0 against phase {last}")
-        blocks.append(
-            format_table(sorted(scenario_rows, key=lambda r: str(r["strategy"])), COMPARISON_COLUMNS)
-        )
+        blocks.append(title(scenario, scenario_rows[0]))
+        blocks.append(format_table(scenario_rows, columns))
     return "\n".join(blocks)
+
+
+EXPOSURE_COLUMNS = (
+    ("strategy", "strategy"),
+    ("topic_groups", "topic-groups"),
+    ("exposed", "exposed"),
+    ("multi_owned_queues", "read twice"),
+    ("unassigned_queues", "read by none"),
+    ("at_risk_fraction", "at risk"),
+    ("multi_owned_backlog", "backlog read twice"),
+    ("unassigned_backlog", "backlog stalled"),
+)
+
+
+def format_exposure(rows: Sequence[Mapping[str, object]]) -> str:
+    """Per scenario with a stale_view step: each strategy's split-brain risk, most exposed first."""
+    return _per_scenario(
+        rows,
+        lambda scenario, _: (
+            f"split-brain risk, scenario {scenario}: queues of the stale phase, most exposed first"
+        ),
+        EXPOSURE_COLUMNS,
+    )

@@ -203,6 +203,7 @@ def group_routes(
     routes: DataFrame,
     last_phase: dict[str, int],
     offsets: DataFrame | None = None,
+    stale_views: DataFrame | None = None,
 ) -> DataFrame:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists and
     routes: a group's clients beside its topic's route; when strategies are compared, those the
@@ -210,6 +211,7 @@ def group_routes(
 
     A topic that a step left without any QueueData keeps its clients, with an empty route: the
     client then throws "mqAll is null or mqAll empty", which is what a user must see.
+    ``stale_views`` (phases.stale_views) names the clients of a phase that compute from an earlier one.
     """
     skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
     empty = {c: schemas.GROUP_ROUTES[c].dataType for c in ("broker_names", "read_queue_nums", "broker_rooms")}
@@ -223,6 +225,7 @@ def group_routes(
                 else df.withColumn("backlogs", F.lit(None).cast(schemas.GROUP_ROUTES["backlogs"].dataType))
             )
         )
+        .transform(lambda df: _with_stale_views(df, stale_views))
         .withColumns({c: F.coalesce(F.col(c), F.array().cast(t)) for c, t in empty.items()})
         .withColumns(
             {
@@ -236,6 +239,18 @@ def group_routes(
         )
         .select(*schemas.GROUP_ROUTES.fieldNames())
     )
+
+
+def _with_stale_views(df: DataFrame, stale_views: DataFrame | None) -> DataFrame:
+    if stale_views is None:
+        return df.withColumns(
+            {c: F.lit(None).cast(schemas.GROUP_ROUTES[c].dataType) for c in ("stale_clients", "view_phase")}
+        )
+    per_group = stale_views.groupBy(*PHASE, "group").agg(
+        F.array_sort(F.collect_set("client_id")).alias("stale_clients"),
+        F.max("view_phase").alias("view_phase"),
+    )
+    return df.join(F.broadcast(per_group), [*PHASE, "group"], "left")
 
 
 PHASE = ("scenario", "phase")

@@ -80,6 +80,19 @@ class SetStrategy:
     message_model: str | None = None
 
 
+@dataclass(frozen=True)
+class StaleView:
+    """The transition window after a change: the phase keeps the state before it, but the
+    named clients (or a seeded ``fraction`` of the group's) still compute their share from the
+    view before the change (its mqAll and cidAll), as during the 20 s rebalance interval and the
+    30 s route refresh."""
+
+    group: str
+    client_ids: tuple[str, ...] | None = None
+    fraction: float | None = None
+    seed: int = 0
+
+
 Step = (
     AddBrokers
     | RemoveBrokers
@@ -89,6 +102,7 @@ Step = (
     | ConsumersJoin
     | ConsumersLeave
     | SetStrategy
+    | StaleView
 )
 
 KINDS: dict[str, type] = {
@@ -100,8 +114,11 @@ KINDS: dict[str, type] = {
     "consumers_join": ConsumersJoin,
     "consumers_leave": ConsumersLeave,
     "set_strategy": SetStrategy,
+    "stale_view": StaleView,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
+# What a stale view can follow: a step that changes what clients see (a new strategy is a restart).
+CHANGES = (AddBrokers, RemoveBrokers, BrokerDown, BrokerUp, SetQueueNums, ConsumersJoin, ConsumersLeave)
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,10 @@ class Scenario:
     @property
     def last_phase(self) -> int:
         return len(self.steps)
+
+    def stale_views(self) -> list[tuple[int, StaleView]]:
+        """(phase, step) of each stale_view: its clients see phase - 2, the others phase - 1."""
+        return [(k, s) for k, s in enumerate(self.steps, 1) if isinstance(s, StaleView)]
 
 
 def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
@@ -140,8 +161,19 @@ def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
         steps = entry.get("steps")
         if not isinstance(steps, list) or not steps:
             raise InputError(where, "steps", "expected a list of at least one step")
-        out.append(Scenario(name, tuple(_step(s, f"{where}, step {k + 1}") for k, s in enumerate(steps))))
+        parsed = tuple(_step(s, f"{where}, step {k + 1}") for k, s in enumerate(steps))
+        _check_order(parsed, where)
+        out.append(Scenario(name, parsed))
     return tuple(out)
+
+
+def _check_order(steps: tuple[Step, ...], where: str) -> None:
+    for k, step in enumerate(steps):
+        if isinstance(step, StaleView) and (k == 0 or not isinstance(steps[k - 1], CHANGES)):
+            kinds = ", ".join(KIND_OF[c] for c in CHANGES)
+            raise InputError(
+                f"{where}, step {k + 1}", "stale_view", f"must come right after a change step ({kinds})"
+            )
 
 
 def load(path: str) -> tuple[Scenario, ...]:
@@ -185,6 +217,7 @@ def _required(cls: type, name: str) -> bool:
 _LISTS = {"names", "client_ids", "consumer_idcs"}
 _ALL_OR_LIST = {"topics", "brokers"}
 _INTS = {"read_queue_nums", "write_queue_nums", "perm", "count", "seed", "virtual_node_cnt"}
+_FRACTIONS = {"fraction"}
 
 
 def _coerce(key: str, value: object, where: str, kind: str) -> object:
@@ -199,6 +232,10 @@ def _coerce(key: str, value: object, where: str, kind: str) -> object:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(where, label, f"expected an integer, got {value!r}")
         return value
+    if key in _FRACTIONS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(where, label, f"expected a number, got {value!r}")
+        return float(value)
     if value is None or not isinstance(value, str) or not value.strip():
         raise InputError(where, label, f"expected a non-empty string, got {value!r}")
     return value.strip()
@@ -229,6 +266,11 @@ def _check_step(step: Step, where: str, kind: str) -> None:
             raise bad("client_ids", "give either client_ids or count (with seed)")
         if step.count is not None and step.count < 1:
             raise bad("count", f"must be at least 1, got {step.count}")
+    if isinstance(step, StaleView):
+        if (step.client_ids is None) == (step.fraction is None):
+            raise bad("client_ids", "give either client_ids or fraction (with seed)")
+        if step.fraction is not None and not 0 < step.fraction <= 1:
+            raise bad("fraction", f"must be above 0 and at most 1, got {step.fraction}")
     if isinstance(step, SetStrategy):
         from rmqsim.strategies import STRATEGIES
 
@@ -265,7 +307,7 @@ def referenced(scenarios: Iterable[Scenario]) -> Referenced:
             group = getattr(step, "group", None)
             if group is not None and group != ALL:
                 groups.add(group)
-            if isinstance(step, (ConsumersJoin, ConsumersLeave)) and step.client_ids:
+            if isinstance(step, (ConsumersJoin, ConsumersLeave, StaleView)) and step.client_ids:
                 clients.update((step.group, c) for c in step.client_ids)
     return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
 
@@ -345,6 +387,13 @@ def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> 
         names.clients.difference_update(wanted)
 
 
+def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.client_ids:
+        wanted = [(step.group, c) for c in step.client_ids]
+        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
+
+
 def _check_strategy(step: SetStrategy, names: _Names, where: str, kind: str) -> None:
     if step.group != ALL:
         _require(names.groups, [step.group], where, f"{kind}.group", "group")
@@ -359,4 +408,5 @@ _CHECKS: dict[type, Callable] = {
     ConsumersJoin: _check_join,
     ConsumersLeave: _check_leave,
     SetStrategy: _check_strategy,
+    StaleView: _check_stale,
 }

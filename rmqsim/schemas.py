@@ -168,6 +168,9 @@ GROUP_ROUTES = StructType(
         StructField("compare", BOOLEAN, False),  # strategies named on the command line, not configured
         # Messages not yet consumed per queue of the (topic, group): null without an offsets table.
         StructField("backlogs", ArrayType(QUEUE_BACKLOG, True), True),
+        # A stale_view phase: these clients compute from phase view_phase's route (null otherwise).
+        StructField("stale_clients", ArrayType(STRING, True), True),
+        StructField("view_phase", INT, True),
     ]
 )
 
@@ -208,6 +211,11 @@ GROUP_METRIC_FIELDS = (
     StructField("mean_backlog", DOUBLE, True),
     StructField("stddev_backlog", DOUBLE, True),
     StructField("backlog_max_over_mean", DOUBLE, True),
+    # Split-brain risk (a stale_view phase): clients computing from the old view, and the backlog
+    # on the queues read twice and on those nobody reads (null without offsets).
+    StructField("stale_clients", LONG, False),
+    StructField("multi_owned_backlog", LONG, True),
+    StructField("unassigned_backlog", LONG, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])

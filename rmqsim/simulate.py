@@ -27,6 +27,7 @@ class RunResult:
     summary: list[dict]  # per (scenario, phase, strategy)
     comparison: list[dict] = field(default_factory=list)  # per (scenario, strategy), with scenarios
     recommendation: list[dict] = field(default_factory=list)  # per group, with scenarios
+    exposure: list[dict] = field(default_factory=list)  # per (scenario, strategy), with stale views
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -45,9 +46,16 @@ def load_scenarios(config: SimulateConfig) -> tuple[scenarios.Scenario, ...]:
     return scenarios.load(config.scenarios)
 
 
-def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[DataFrame, DataFrame, bool]:
-    """Load and check the snapshot, apply the scenarios' steps; returns (group routes of every
-    phase for the allocation stage, rejects, whether any scenario has a second phase)."""
+@dataclass(frozen=True)
+class Staged:
+    group_routes: DataFrame  # every phase of every scenario: the allocation stage's input
+    rejects: DataFrame
+    with_movement: bool  # a scenario has a second phase
+    with_stale_views: bool
+
+
+def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
+    """Load and check the snapshot, apply the scenarios' steps."""
     runs = load_scenarios(config)
     snapshot = load_snapshot(spark, config.snapshot)
     if config.strategies is not None and "CONFIG" not in config.strategies:
@@ -65,9 +73,18 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> tuple[Dat
     )
     last_phase = {s.name: s.last_phase for s in runs}
     group_routes = routes.group_routes(
-        clients, routes=topic_routes, last_phase=last_phase, offsets=staged.offsets
+        clients,
+        routes=topic_routes,
+        last_phase=last_phase,
+        offsets=staged.offsets,
+        stale_views=phases.stale_views(valid, runs),
     )
-    return group_routes, checked.rejects, any(s.steps for s in runs)
+    return Staged(
+        group_routes,
+        checked.rejects,
+        with_movement=any(s.steps for s in runs),
+        with_stale_views=any(s.stale_views() for s in runs),
+    )
 
 
 def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
@@ -77,9 +94,10 @@ def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> N
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
     output = RunOutput(config.out, mode=config.mode)
-    group_routes, rejects, with_movement = build_group_routes(spark, config)
+    built = build_group_routes(spark, config)
+    rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     staged = allocation.partition_by_group(
-        group_routes, partitions=allocation_partitions(spark, config)
+        built.group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
     # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
     # Cached, every output table is an explode, a filter or an aggregate of them.
@@ -94,6 +112,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
         comparison: list[dict] = []
         advised: list[dict] = []
+        exposed: list[dict] = []
         if with_movement:
             # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
             movement = staged.mapInArrow(map_movement, schemas.MOVEMENT)
@@ -107,6 +126,10 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
             _write(output, advice.coalesce(1), "recommendation")
             advised = [r.asDict() for r in spark.read.parquet(output.table("recommendation")).collect()]
             comparison = [r.asDict() for r in spark.read.parquet(output.table("comparison")).collect()]
+            if with_stale_views:
+                _write(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
+                risk = metrics.exposure(spark.read.parquet(output.table("split_brain")))
+                exposed = [r.asDict() for r in risk.collect()]
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
@@ -123,4 +146,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])),
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
         sorted(advised, key=lambda r: r["group"]),
+        exposed,
     )

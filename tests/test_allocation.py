@@ -33,6 +33,8 @@ def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
             0,
             False,
             None,
+            None,
+            None,
         )
         for s, topic, group, b, n, c in rows
     ]

@@ -84,11 +84,18 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
         "broker-b-restart",
         "shrink-orders-16-to-8",
         "pay-consumer-8-to-12",
+        "pay-consumer-split-brain",
     ):
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
     comparison = pq.read_table(tmp_path / "out" / "comparison").to_pandas()
-    one_owner = comparison[comparison.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
+    settled = comparison[comparison.scenario != "pay-consumer-split-brain"]  # ends in a stale view
+    one_owner = settled[settled.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
     assert len(one_owner) == 12 and (one_owner.queues_moved >= one_owner.min_moves).all()
+    # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
+    assert any(line.startswith("split-brain risk, scenario pay-consumer-split-brain") for line in lines)
+    risk = pq.read_table(tmp_path / "out" / "split_brain").to_pandas()
+    assert set(risk.group) == {"pay-consumer"} and set(risk.phase) == {2} and (risk.stale_clients == 3).all()
+    assert (risk.multi_owned_queues + risk.unassigned_queues).sum() > 0
     # After one step STICKY moves exactly the fewest queues a balanced assignment could.
     sticky = comparison[(comparison.strategy == "STICKY") & (comparison.scenario == "scale-out-two-brokers")]
     assert sticky.queues_moved.tolist() == sticky.min_moves.tolist()

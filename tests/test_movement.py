@@ -32,7 +32,7 @@ def _rows(phases: list[tuple[dict[str, int], list[str]]], strategy: str, model: 
             [None] * len(c),
             None,
         )
-        + (10, None, "AVG", model, last, False, None)
+        + (10, None, "AVG", model, last, False, None, None, None)
         for k, (b, c) in enumerate(phases)
     ]
     return pa.RecordBatch.from_arrays(
