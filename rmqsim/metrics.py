@@ -228,7 +228,11 @@ def exposure(split_brain: DataFrame) -> DataFrame:
             F.sum("queue_count").alias("queues"),
         )
         .withColumn(
-            "at_risk_fraction", (F.col("multi_owned_queues") + F.col("unassigned_queues")) / F.col("queues")
+            "at_risk_fraction",  # ANSI mode: x / 0 is an error, and a group may have no queue
+            F.when(
+                F.col("queues") > 0,
+                (F.col("multi_owned_queues") + F.col("unassigned_queues")) / F.col("queues"),
+            ),
         )
         .orderBy("scenario", F.desc("at_risk_fraction"), "strategy")
     )
