@@ -3,9 +3,12 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Airflow in its own environment: its pins (pandas 3 among them) clash with rmqsim's.
+AIRFLOW_VENV  := .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test lint bench package java clean
+.PHONY: help demo test lint bench package airflow java clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -20,17 +23,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
+$(AIRFLOW_STAMP): dags/requirements.txt
+	@test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -r dags/requirements.txt
+	@touch $(AIRFLOW_STAMP)
+
+airflow: $(AIRFLOW_STAMP) ## build .venv-airflow (Airflow and its Spark provider) for the DAG's tests
+
 demo: java $(STAMP) ## run every strategy on the bundled sample snapshot, write ./out
 	$(VENV)/bin/rmqsim demo $(if $(OUT),--out $(OUT))
 
-test: java $(STAMP) ## run the test suite (pytest, local[2])
-	$(PY) -m pytest $(PYTEST_ARGS)
+test: java $(STAMP) $(AIRFLOW_STAMP) ## run the test suite (pytest, local[2]; spark-submit, Airflow, notebook)
+	RMQSIM_AIRFLOW_PYTHON=$(CURDIR)/$(AIRFLOW_VENV)/bin/python RMQSIM_REQUIRE_AIRFLOW=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff
-	$(VENV)/bin/ruff check rmqsim tests jobs bench
+	$(VENV)/bin/ruff check rmqsim tests jobs bench dags scripts
 
 bench: java $(STAMP) ## benchmark simulate against the Parquet I/O floor (ROWS=1000000)
 	$(PY) bench/bench_simulate.py $(if $(ROWS),--rows $(ROWS))
 
+package: $(STAMP) ## build dist/ for spark-submit: wheel, --py-files zip, simulate.py, Spark profiles
+	$(PY) scripts/package.py --out dist
+
 clean: ## remove outputs and caches (keeps .venv)
-	rm -rf out bench/out bench/data .pytest_cache spark-warehouse
+	rm -rf out dist build bench/out bench/data .pytest_cache spark-warehouse

@@ -1,18 +1,22 @@
-"""PNG charts of a run, next to its tables (`rmqsim report --run DIR`): matplotlib, headless.
+"""Charts of a run: PNG files next to its tables (`rmqsim report --run DIR`), and the same figures
+for notebooks.
 
-A run's summary tables are small, so they are read with pyarrow on the driver; consumer_load is
-read for the one chosen group only (a Parquet filter), whatever the size of the fleet.
+Figures are built as bare matplotlib ``Figure`` objects, never through pyplot: no backend to pick
+on a server without a display, no global figure list to close, and a notebook's inline backend is
+left alone (a figure returned from a cell shows there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.dataset as ds
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-from rmqsim.errors import InputError
+from rmqsim import results
 
 
 @dataclass(frozen=True)
@@ -23,108 +27,129 @@ class Charts:
     scenario: str | None
 
 
-def _table(run: Path, name: str, filter=None) -> pd.DataFrame | None:
-    path = run / name
-    if not path.is_dir():
-        return None
-    return ds.dataset(path, format="parquet", partitioning="hive").to_table(filter=filter).to_pandas()
+def _panels(count: int, height: float) -> tuple[Figure, list[Axes]]:
+    fig = Figure(figsize=(9, height * count))
+    axes = fig.subplots(count, 1, squeeze=False)
+    return fig, list(axes[:, 0])
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display on servers and in CI
-    import matplotlib.pyplot as plt
-
-    return plt
+# Strategy names are long (MACHINE_ROOM_NEARBY): slanted, they do not run into each other.
+STRATEGY_TICKS = {"fontsize": 8, "rotation": 20, "ha": "right"}
 
 
-def moved_chart(comparison: pd.DataFrame, out: Path) -> Path:
+def _pairs(
+    ax: Axes, labels: Sequence[str], left, right, *, names: tuple[str, str], ylabel: str, **ticks
+) -> None:
+    """Two bars per label, side by side; ``ticks`` styles the labels (default: STRATEGY_TICKS)."""
+    x = range(len(labels))
+    ax.bar([i - 0.2 for i in x], left, width=0.4, label=names[0])
+    ax.bar([i + 0.2 for i in x], right, width=0.4, label=names[1])
+    ax.set_xticks(list(x), labels, **(ticks or STRATEGY_TICKS))
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+
+
+def moved_figure(comparison: pd.DataFrame) -> Figure:
     """Per scenario, each strategy's queues moved (phase 0 against the last) beside min_moves."""
-    plt = _pyplot()
     scenarios = sorted(comparison.scenario.unique())
-    fig, axes = plt.subplots(len(scenarios), 1, figsize=(9, 2.6 * len(scenarios)), squeeze=False)
-    for ax, scenario in zip(axes[:, 0], scenarios):
+    fig, axes = _panels(len(scenarios), 2.6)
+    for ax, scenario in zip(axes, scenarios):
         rows = comparison[comparison.scenario == scenario].sort_values("strategy")
-        x = range(len(rows))
-        ax.bar([i - 0.2 for i in x], rows.queues_moved.fillna(0), width=0.4, label="moved")
-        ax.bar([i + 0.2 for i in x], rows.min_moves.fillna(0), width=0.4, label="fewest possible")
-        ax.set_xticks(list(x), rows.strategy, fontsize=8)
-        ax.set_title(
-            f"{scenario}: queues that change owner, phase 0 to {int(rows.last_phase.max())}", fontsize=10
-        )
-        ax.set_ylabel("queues")
-        ax.legend(fontsize=8)
+        moved, fewest = rows.queues_moved.fillna(0), rows.min_moves.fillna(0)
+        _pairs(ax, rows.strategy, moved, fewest, names=("moved", "fewest possible"), ylabel="queues")
+        last = int(rows.last_phase.max())
+        ax.set_title(f"{scenario}: queues that change owner, phase 0 to {last}", fontsize=10)
     fig.tight_layout()
-    path = out / "moved_per_strategy.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def load_chart(load: pd.DataFrame, *, group: str, scenario: str, last_phase: int, out: Path) -> Path:
+def balance_figure(comparison: pd.DataFrame) -> Figure:
+    """Per scenario, each strategy's fleet max/mean queues per client, phase 0 beside the last."""
+    scenarios = sorted(comparison.scenario.unique())
+    fig, axes = _panels(len(scenarios), 2.6)
+    for ax, scenario in zip(axes, scenarios):
+        rows = comparison[comparison.scenario == scenario].sort_values("strategy")
+        last = int(rows.last_phase.max())
+        before, after = rows.fleet_max_over_mean_before, rows.fleet_max_over_mean_after
+        _pairs(ax, rows.strategy, before, after, names=("phase 0", f"phase {last}"), ylabel="max / mean")
+        ax.axhline(1.0, color="grey", linewidth=0.8)  # perfectly even
+        ax.set_title(f"{scenario}: busiest client's queues over the mean, fleet-wide", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def load_figure(load: pd.DataFrame, *, group: str, scenario: str, last_phase: int) -> Figure:
     """Queues per client of one group, phase 0 against the last phase, one panel per strategy."""
-    plt = _pyplot()
     strategies = sorted(load.strategy.unique())
-    fig, axes = plt.subplots(len(strategies), 1, figsize=(9, 2.4 * len(strategies)), squeeze=False)
-    for ax, strategy in zip(axes[:, 0], strategies):
+    fig, axes = _panels(len(strategies), 2.4)
+    for ax, strategy in zip(axes, strategies):
         rows = load[load.strategy == strategy]
         wide = rows.pivot_table(index="client_id", columns="phase", values="queues", aggfunc="sum").fillna(0)
         wide = wide.reindex(columns=[0, last_phase], fill_value=0)
-        x = range(len(wide))
-        ax.bar([i - 0.2 for i in x], wide[0], width=0.4, label="phase 0")
-        ax.bar([i + 0.2 for i in x], wide[last_phase], width=0.4, label=f"phase {last_phase}")
-        ax.set_xticks(list(x), wide.index, rotation=60, ha="right", fontsize=6)
-        ax.set_title(f"{strategy}", fontsize=10)
-        ax.set_ylabel("queues")
-        ax.legend(fontsize=8)
+        names = ("phase 0", f"phase {last_phase}")
+        ticks = {"rotation": 60, "ha": "right", "fontsize": 6}  # client ids are long
+        _pairs(ax, wide.index, wide[0], wide[last_phase], names=names, ylabel="queues", **ticks)
+        ax.set_title(strategy, fontsize=10)
     fig.suptitle(f"group {group}, scenario {scenario}: queues per client over its topics")
     fig.tight_layout()
-    path = out / f"load_{_safe(scenario)}_{_safe(group)}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def steps_figure(steps: pd.DataFrame) -> Figure:
+    """Per scenario, the queues each strategy moves at each step (results.moved_per_step)."""
+    scenarios = sorted(steps.scenario.unique())
+    fig, axes = _panels(len(scenarios), 2.6)
+    for ax, scenario in zip(axes, scenarios):
+        rows = steps[steps.scenario == scenario]
+        wide = rows.pivot_table(index="strategy", columns="step", values="moved", aggfunc="sum").fillna(0)
+        width = 0.8 / len(wide.columns)
+        for k, step in enumerate(wide.columns):
+            offsets = [i - 0.4 + width * (k + 0.5) for i in range(len(wide))]
+            ax.bar(offsets, wide[step], width=width, label=f"phase {step - 1} to {step}")
+        ax.set_xticks(range(len(wide)), wide.index, **STRATEGY_TICKS)
+        ax.set_ylabel("queues moved")
+        ax.legend(fontsize=8)
+        ax.set_title(f"{scenario}: queues that change owner at each step", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def exposure_figure(exposure: pd.DataFrame) -> Figure:
+    """Per stale_view scenario, each strategy's queues read twice and read by none
+    (results.exposure)."""
+    scenarios = sorted(exposure.scenario.unique())
+    fig, axes = _panels(len(scenarios), 2.6)
+    for ax, scenario in zip(axes, scenarios):
+        rows = exposure[exposure.scenario == scenario].sort_values("strategy")
+        twice, none = rows.multi_owned_queues, rows.unassigned_queues
+        _pairs(ax, rows.strategy, twice, none, names=("read twice", "read by none"), ylabel="queues")
+        ax.set_title(f"{scenario}: split-brain risk while some clients see the old view", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def write_charts(run: str, *, group: str | None = None, scenario: str | None = None) -> Charts:
     """Write the charts into ``run/charts/``. Without ``group``: the group with the most queues
     moved in ``scenario`` (default: the scenario where most queues moved)."""
-    root = Path(run)
-    if not (root / "summary").is_dir():
-        raise InputError("arguments", "--run", f"{run} is not a simulate output directory (no summary/)")
-    out = root / "charts"
+    tables = results.load_run(run)
+    out = tables.path / "charts"
     out.mkdir(exist_ok=True)
-    comparison = _table(root, "comparison")
-    movement = _table(root, "movement")
-    if comparison is None or movement is None or comparison.empty:
+    if tables.comparison is None or tables.comparison.empty:
         return Charts(None, None, None, None)  # a run without scenarios has nothing moving
-    moved = moved_chart(comparison, out)
-    totals = comparison.groupby("scenario").queues_moved.sum()
-    if scenario is None:
-        scenario = str(totals.idxmax())
-    elif scenario not in totals.index:
-        raise InputError(
-            "arguments", "--scenario", f"no scenario {scenario!r} in {run}: {sorted(totals.index)}"
-        )
-    mine = movement[movement.scenario == scenario]
-    if group is None:
-        group = str(mine.groupby("group").moved.sum().idxmax())
-    elif group not in set(mine.group):
-        raise InputError("arguments", "--group", f"no group {group!r} in scenario {scenario!r} of {run}")
-    last_phase = int(comparison[comparison.scenario == scenario].last_phase.max())
-    load = _table(
-        root,
-        "consumer_load",
-        filter=(ds.field("scenario") == scenario) & (ds.field("group") == group),
+    moved = _save(moved_figure(tables.comparison), out / "moved_per_strategy.png")
+    chosen = results.focus(tables, scenario=scenario, group=group)
+    load = results.group_load(
+        run, scenario=chosen.scenario, group=chosen.group, phases=(0, chosen.last_phase)
     )
-    load = load[load.phase.isin([0, last_phase])]
-    return Charts(
-        moved,
-        load_chart(load, group=group, scenario=scenario, last_phase=last_phase, out=out),
-        group,
-        scenario,
-    )
+    figure = load_figure(load, group=chosen.group, scenario=chosen.scenario, last_phase=chosen.last_phase)
+    path = _save(figure, out / f"load_{_safe(chosen.scenario)}_{_safe(chosen.group)}.png")
+    return Charts(moved, path, chosen.group, chosen.scenario)

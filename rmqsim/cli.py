@@ -22,8 +22,8 @@ def _spark_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--profile",
-        default="local",
-        help="Spark profile: a name in conf/spark/ or a YAML path (default: local)",
+        help="Spark profile: a name in conf/spark/ or a YAML path (default: local; none under "
+        "spark-submit, whose --properties-file and --conf rule)",
     )
 
 
@@ -53,13 +53,20 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument("--partitions", type=int, help="Python tasks of the allocation stage")
     _spark_args(sim)
 
-    rep = sub.add_parser("report", help="PNG charts of a run's movement and load, in RUN/charts/")
+    rep = sub.add_parser(
+        "report", help="PNG charts of a run's movement and load, in RUN/charts/ (and RUN/report.html)"
+    )
     rep.add_argument("--run", required=True, help="a simulate output directory")
     rep.add_argument(
         "--group", help="the group whose per-client load to chart (default: the one that moved most)"
     )
     rep.add_argument(
         "--scenario", help="the scenario to chart the group in (default: the one that moved most)"
+    )
+    rep.add_argument(
+        "--html",
+        action="store_true",
+        help="also write RUN/report.html: the tables and charts in one self-contained page",
     )
 
     gen = sub.add_parser("generate", help="write a synthetic fleet snapshot")
@@ -102,7 +109,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
 
     check_layout(snapshot)  # fail on a wrong path before the JVM starts
     output.RunOutput.check_mode(args.out, cfg.mode)
-    profile = config.load_profile(args.profile)
+    profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))
     spark_conf = {**profile.conf, **config.parse_conf(args.conf)}
     spark = session.build_session(master=args.master or profile.master, conf=spark_conf)
     result = simulate.run(spark, cfg)
@@ -134,9 +141,13 @@ def _report(args: argparse.Namespace) -> int:
     written = charts.write_charts(args.run, group=args.group, scenario=args.scenario)
     if written.moved is None:
         print(f"{args.run} has no scenario phases to compare: run simulate with --scenarios")
-        return 0
-    print(f"moved queues per strategy: {written.moved}")
-    print(f"load of group {written.group} in scenario {written.scenario}: {written.load}")
+    else:
+        print(f"moved queues per strategy: {written.moved}")
+        print(f"load of group {written.group} in scenario {written.scenario}: {written.load}")
+    if args.html:
+        from rmqsim import html_report
+
+        print(f"html report: {html_report.write_html(args.run, written)}")
     return 0
 
 

@@ -34,8 +34,11 @@ class SparkProfile:
     conf: Mapping[str, str] = field(default_factory=dict)
 
 
-def load_profile(name_or_path: str) -> SparkProfile:
-    """A Spark profile by name (conf/spark/NAME.yml) or path: ``master`` and ``conf`` (spark.* keys)."""
+def load_profile(name_or_path: str | None) -> SparkProfile:
+    """A Spark profile by name (conf/spark/NAME.yml) or path: ``master`` and ``conf`` (spark.* keys);
+    None: no profile (the settings spark-submit was given)."""
+    if name_or_path is None:
+        return SparkProfile("none")
     path = Path(name_or_path)
     if not path.suffix:
         path = conf_dir() / "spark" / f"{name_or_path}.yml"

@@ -18,7 +18,8 @@ SUMMARY_COLUMNS = (
 )
 
 
-def _cell(value: object) -> str:
+def format_cell(value: object) -> str:
+    """A table cell as text: "-" for null, floats to two decimals (the terminal's and the HTML's)."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -28,7 +29,7 @@ def _cell(value: object) -> str:
 
 def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]) -> str:
     header = [title for _, title in columns]
-    body = [[_cell(row.get(key)) for key, _ in columns] for row in rows]
+    body = [[format_cell(row.get(key)) for key, _ in columns] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
     lines.append("  ".join("-" * w for w in widths))

@@ -56,5 +56,26 @@ def build_session(
         spark.sparkContext.setLogLevel("WARN")
     except Exception:  # Spark Connect has no SparkContext; its server sets the level
         pass
-    log.info("Spark %s, master %s, settings %s", spark.version, master or "default", settings)
+    log.info("Spark %s; resolved configuration:\n%s", spark.version, describe_conf(resolved_conf(spark)))
     return spark
+
+
+SECRET_WORDS = ("secret", "password", "token", "credential", "key.private")
+
+
+def resolved_conf(spark: SparkSession) -> dict[str, str]:
+    """The session's effective spark.* settings, whatever set them (spark-submit, profile, --conf);
+    secrets redacted."""
+    try:
+        pairs = spark.sparkContext.getConf().getAll()
+    except Exception:  # Spark Connect: only the runtime configuration is visible
+        pairs = spark.conf.getAll.items() if hasattr(spark.conf, "getAll") else []
+    return {
+        k: ("*****" if any(w in k.lower() for w in SECRET_WORDS) else v)
+        for k, v in sorted(pairs)
+        if k.startswith("spark.")
+    }
+
+
+def describe_conf(conf: Mapping[str, str]) -> str:
+    return "\n".join(f"  {k}={v}" for k, v in conf.items())

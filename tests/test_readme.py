@@ -32,9 +32,10 @@ def _examples() -> list[list[str]]:
             line = line.split("  #")[0].strip()
             if line.startswith("rmqsim ") and "[" not in line:
                 out.append(shlex.split(line)[1:])
-            if "jobs/simulate.py" in line and "..." not in line:
-                words = shlex.split(line)
-                out.append(["simulate", *words[words.index("jobs/simulate.py") + 1 :]])
+            words = shlex.split(line) if "simulate.py" in line and "..." not in line else []
+            entry = [i for i, w in enumerate(words) if w.endswith("/simulate.py")]
+            if entry:  # spark-submit's entry point takes simulate's arguments
+                out.append(["simulate", *words[entry[0] + 1 :]])
     return out
 
 
