@@ -131,6 +131,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
             print(report.format_exposure(result.exposure))
     else:
         print(report.format_summary(result.summary))
+    print()
+    print(report.format_reconciliation(result.reconciliation))
     print(f"\noutputs in {result.out}")
     return 0
 

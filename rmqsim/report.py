@@ -125,3 +125,11 @@ def format_exposure(rows: Sequence[Mapping[str, object]]) -> str:
         ),
         EXPOSURE_COLUMNS,
     )
+
+
+def format_reconciliation(rows: Sequence[Mapping[str, object]]) -> str:
+    """One line: every table's rows read, used and rejected (see rejects/ for why)."""
+    parts = [
+        f"{r['table']} {r['rows_read']} = {r['rows_used']} used + {r['rows_rejected']} rejected" for r in rows
+    ]
+    return "rows read: " + "; ".join(parts)

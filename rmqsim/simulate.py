@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, metrics, phases, routes, scenarios, schemas
+from rmqsim import allocation, metrics, phases, routes, scenarios, schemas, validation
 from rmqsim.config import SimulateConfig
 from rmqsim.movement import map_movement
 from rmqsim.output import RunOutput
@@ -28,6 +28,7 @@ class RunResult:
     comparison: list[dict] = field(default_factory=list)  # per (scenario, strategy), with scenarios
     recommendation: list[dict] = field(default_factory=list)  # per group, with scenarios
     exposure: list[dict] = field(default_factory=list)  # per (scenario, strategy), with stale views
+    reconciliation: list[dict] = field(default_factory=list)  # per table: read, used, rejected
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -52,6 +53,7 @@ class Staged:
     rejects: DataFrame
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
+    reconciliation: DataFrame  # per table: rows read = rows used + rows rejected
 
 
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
@@ -84,6 +86,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         checked.rejects,
         with_movement=any(s.steps for s in runs),
         with_stale_views=any(s.stale_views() for s in runs),
+        reconciliation=validation.reconciliation(snapshot, checked),
     )
 
 
@@ -133,6 +136,8 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
+        _write(output, built.reconciliation.coalesce(1), "reconciliation")
+        counted = [r.asDict() for r in spark.read.parquet(output.table("reconciliation")).collect()]
         output.publish()
     except BaseException:
         output.abandon()
@@ -147,4 +152,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
         sorted(advised, key=lambda r: r["group"]),
         exposed,
+        sorted(counted, key=lambda r: validation.TABLES.index(r["table"])),
     )

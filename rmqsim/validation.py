@@ -33,6 +33,26 @@ def _queue_id_rules() -> list[tuple[Column, str]]:
     return [(F.col("queue_id").isNull(), "queue_id is null"), (F.col("queue_id") < 0, "queue_id is negative")]
 
 
+MAX_QUEUES = 65535  # RocketMQ's own limit on a topic's queue count per broker
+
+
+def _repeat(df: DataFrame, key: Sequence[str], reason: str) -> tuple[Column, str]:
+    """Rows after the first (in JSON order, so deterministic) with the same ``key`` values."""
+    order = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+    return F.row_number().over(Window.partitionBy(*key).orderBy(order)) > 1, reason
+
+
+def _count_rules(column: str) -> list[tuple[Column, Column | str]]:
+    value = F.col(column)
+    return [
+        (value < 0, f"{column} is negative"),
+        (
+            value > MAX_QUEUES,
+            F.concat(F.lit(f"{column} "), value.cast("string"), F.lit(f" is more than {MAX_QUEUES}")),
+        ),
+    ]
+
+
 def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
     """``df`` with ``flag`` true where its ``key`` is in ``keys`` (one row per key), else null."""
     return df.join(keys.select(key, F.lit(True).alias(flag)), key, "left")
@@ -57,7 +77,14 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         snapshot.brokers,
         source="brokers",
         columns=snapshot.brokers.columns,
-        rules=_blank_rules("broker_name"),
+        rules=[
+            *_blank_rules("broker_name"),
+            _repeat(
+                snapshot.brokers,
+                ["broker_name", "broker_id"],
+                "duplicate row for this broker_name and broker_id: the first (in JSON order) is used",
+            ),
+        ],
     )
 
     # Each aggregate below is the one route building makes of the same kept rows, so Spark
@@ -70,21 +97,29 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         rules=[
             *_blank_rules("topic", "broker_name"),
             (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
-            (F.col("read_queue_nums") < 0, "read_queue_nums is negative"),
+            *_count_rules("read_queue_nums"),
+            *_count_rules("write_queue_nums"),
             (F.col("perm").isNull(), "perm is null"),
+            (
+                (F.col("perm") < 0) | (F.col("perm") > 15),
+                F.concat(F.lit("perm "), F.col("perm").cast("string"), F.lit(" is outside 0 to 15")),
+            ),
             (
                 F.col("_broker_known").isNull(),
                 F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
             ),
+            _repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used"),
         ],
     )
 
     group_cols = snapshot.groups.columns
     first_row = F.row_number().over(Window.partitionBy("group").orderBy(F.to_json(F.struct(*group_cols))))
     ranked = snapshot.groups.withColumn("_first", (first_row == 1) & ~blank("group"))
+    ranked = _known(ranked, snapshot.consumers.select("group").distinct(), "group", "_has_clients")
     group_rules: list[tuple[Column, Column | str]] = [
         *_blank_rules("group"),
         (~F.col("_first"), "duplicate row for this group: the first one (in JSON order) is used"),
+        (F.col("_has_clients").isNull(), "group has no consumers in the snapshot"),
     ]
     if configured_strategies:
         group_rules.append(
@@ -125,30 +160,70 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
 
     parts = [bad_brokers, bad_tq, bad_groups, bad_consumers]
 
-    def optional(df: DataFrame | None, source: str, *keys: str, rules=()) -> DataFrame | None:
+    def optional(df: DataFrame | None, source: str, *keys: str, rules=(), columns=None) -> DataFrame | None:
         """An optional per-queue table: keys not blank, a valid queue_id, then ``rules``."""
         if df is None:
             return None
         kept, bad = _split(
-            df, source=source, columns=df.columns, rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules]
+            df,
+            source=source,
+            columns=columns or df.columns,
+            rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules],
         )
         parts.append(bad)
         return kept
 
     queue_config = optional(
-        snapshot.queue_config, "queue_config", "group", "client_id", "topic", "broker_name"
-    )
-    offsets = optional(
-        snapshot.offsets,
-        "offsets",
+        snapshot.queue_config,
+        "queue_config",
         "group",
+        "client_id",
         "topic",
         "broker_name",
         rules=[
-            (F.col("broker_offset").isNull(), "broker_offset is null"),
-            (F.col("consumer_offset").isNull(), "consumer_offset is null"),
-        ],
+            _repeat(
+                snapshot.queue_config,
+                snapshot.queue_config.columns,
+                "duplicate row: an identical row is used",
+            )
+        ]
+        if snapshot.queue_config is not None
+        else [],
     )
+    offsets = None
+    if snapshot.offsets is not None:
+        # A queue exists below the larger of its read and write counts (writes may outnumber reads).
+        queues = topic_queues.groupBy("topic", "broker_name").agg(
+            F.max(F.greatest("read_queue_nums", F.coalesce("write_queue_nums", F.lit(0)))).alias("_queues")
+        )
+        offsets = optional(
+            snapshot.offsets.join(queues, ["topic", "broker_name"], "left"),
+            "offsets",
+            "group",
+            "topic",
+            "broker_name",
+            rules=[
+                (F.col("broker_offset").isNull(), "broker_offset is null"),
+                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+                (
+                    F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
+                    F.concat(
+                        F.lit("no such queue in topic_queues: topic '"),
+                        F.col("topic"),
+                        F.lit("', broker_name '"),
+                        F.col("broker_name"),
+                        F.lit("', queue_id "),
+                        F.col("queue_id").cast("string"),
+                    ),
+                ),
+                _repeat(
+                    snapshot.offsets,
+                    ["group", "topic", "broker_name", "queue_id"],
+                    "duplicate row for this queue: the first (in JSON order) is used",
+                ),
+            ],
+            columns=snapshot.offsets.columns,
+        )
     all_rejects = reduce(DataFrame.unionByName, parts)
     checked = replace(
         snapshot,
@@ -160,3 +235,29 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         offsets=offsets,
     )
     return Checked(checked, all_rejects)
+
+
+TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
+
+
+def reconciliation(snapshot: Snapshot, checked: Checked) -> DataFrame:
+    """One row per table read: rows read, rows used and rows rejected, each counted on its own
+    (read = used + rejected is what this shows, not what it assumes)."""
+    rejected = checked.rejects.groupBy("source").agg(F.count(F.lit(1)).alias("rows_rejected"))
+    parts = []
+    for table in TABLES:
+        read, used = getattr(snapshot, table), getattr(checked.snapshot, table)
+        if read is None:
+            continue
+        parts.append(
+            read.agg(F.count(F.lit(1)).alias("rows_read"))
+            .crossJoin(used.agg(F.count(F.lit(1)).alias("rows_used")))
+            .select(F.lit(table).alias("table"), "rows_read", "rows_used")
+        )
+    return (
+        reduce(DataFrame.unionByName, parts)
+        .join(rejected, F.col("table") == F.col("source"), "left")
+        .select(
+            "table", "rows_read", "rows_used", F.coalesce("rows_rejected", F.lit(0)).alias("rows_rejected")
+        )
+    )

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
 
@@ -22,13 +32,29 @@ def _config(out, **kw) -> SimulateConfig:
     )
 
 
-def test_same_input_same_tables(spark, tmp_path) -> None:
+def _shuffled_sample(out: Path) -> str:
+    """The sample snapshot with every table's rows in another order, split over two files."""
+    rng = np.random.default_rng(7)
+    for table_dir in sorted(p for p in sample_snapshot().iterdir() if p.is_dir()):
+        table = pq.read_table(table_dir)
+        order = rng.permutation(table.num_rows)
+        (out / table_dir.name).mkdir(parents=True)
+        half = table.num_rows // 2
+        pq.write_table(table.take(order[:half]), out / table_dir.name / "part-b.parquet")
+        pq.write_table(table.take(order[half:]), out / table_dir.name / "part-a.parquet")
+    return str(out)
+
+
+def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, tmp_path) -> None:
     simulate.run(spark, _config(tmp_path / "a"))
-    simulate.run(spark, _config(tmp_path / "b", partitions=3))  # another task layout, same answer
+    simulate.run(spark, _config(tmp_path / "b"))  # the same input again
+    shuffled = _shuffled_sample(tmp_path / "shuffled")
+    simulate.run(spark, replace(_config(tmp_path / "c", partitions=3), snapshot=shuffled))
     for table in TABLES:
         a = spark.read.parquet(str(tmp_path / "a" / table))
-        b = spark.read.parquet(str(tmp_path / "b" / table))
-        assert_df_equality(a, b, ignore_row_order=True, ignore_column_order=True)
+        for other in ("b", "c"):
+            b = spark.read.parquet(str(tmp_path / other / table))
+            assert_df_equality(a, b, ignore_row_order=True, ignore_column_order=True)
 
 
 def test_a_run_that_fails_midway_leaves_the_previous_result(spark, tmp_path, monkeypatch) -> None:
@@ -54,3 +80,34 @@ def test_mode_error_refuses_an_existing_destination(tmp_path) -> None:
     (tmp_path / "out").mkdir()
     with pytest.raises(InputError, match="exists and --mode is error"):
         RunOutput(str(tmp_path / "out"), mode="error")
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_a_run_killed_during_its_write_leaves_the_previous_result_intact(spark, tmp_path) -> None:
+    out = tmp_path / "out"
+    simulate.run(spark, _config(out))
+    before = _files(out)
+    command = [sys.executable, "-m", "rmqsim.cli", "simulate", "--snapshot", str(sample_snapshot())]
+    command += ["--out", str(out), "--strategies", "all", "--master", "local[2]"]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    # Its own session (process group): the kill takes the JVM and the Python workers with it.
+    run = subprocess.Popen(
+        command, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        # Killed once the first table is written and the next ones are being written.
+        while not list(tmp_path.glob(".out.tmp-*/assignments/_SUCCESS")):
+            assert run.poll() is None, run.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the run never started writing"
+            time.sleep(0.05)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == -signal.SIGKILL
+    assert _files(out) == before  # not one byte of the previous result changed

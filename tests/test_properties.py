@@ -1,0 +1,106 @@
+"""Properties of every strategy over random fleets (hypothesis), on the allocation stage's own
+input batches, without Spark:
+
+- under the balanced strategies every queue of mqAll has exactly one owner (MACHINE_ROOM: every
+  queue of the rooms in consumer_idcs, and no other);
+- only the group's own clients own queues, under every strategy;
+- the answer does not depend on the order of the (topic, group) rows in a batch.
+(The order of the snapshot's rows is covered end to end by tests/test_output.py.)
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from rmqsim import schemas
+from rmqsim.allocation import client_queue_batches
+from rmqsim.strategies import STRATEGIES
+
+ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+ROOMS = ("hz-a", "hz-b")
+ONE_OWNER = {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY", "LAG_BALANCED", "MACHINE_ROOM_NEARBY"}
+
+
+@st.composite
+def group_rows(draw, index: int) -> dict:
+    """One (topic, group) route: brokers named room@broker in two rooms, distinct clients."""
+    n_brokers = draw(st.integers(1, 4))
+    rooms = [draw(st.sampled_from(ROOMS)) for _ in range(n_brokers)]
+    brokers = [f"{room}@broker-{i}" for i, room in enumerate(rooms)]
+    reads = [draw(st.integers(0, 9)) for _ in brokers]
+    clients = sorted(draw(st.sets(st.integers(1, 60), min_size=1, max_size=9)))
+    client_ids = [f"10.0.0.{c}@{1000 + c}" for c in clients]
+    client_rooms = [draw(st.sampled_from(ROOMS)) for _ in client_ids]
+    queues = [(b, q) for b, n in zip(brokers, reads) for q in range(n)]
+    # CONFIG: each client's own list, some queues configured for none.
+    configs = [
+        [{"broker_name": b, "queue_id": q} for b, q in queues if hash((b, q, c)) % 3 == 0] for c in client_ids
+    ]
+    return {
+        "scenario": "s",
+        "phase": 0,
+        "strategies": list(STRATEGIES),
+        "skipped": [],
+        "topic": f"topic-{index}",
+        "group": f"group-{index}",
+        "broker_names": brokers,
+        "read_queue_nums": reads,
+        "broker_rooms": rooms,
+        "client_ids": client_ids,
+        "client_rooms": client_rooms,
+        "client_configs": configs,
+        "virtual_node_cnt": draw(st.integers(1, 12)),
+        "consumer_idcs": draw(st.lists(st.sampled_from(ROOMS), min_size=1, max_size=2, unique=True)),
+        "inner_strategy": draw(st.sampled_from(["AVG", "AVG_BY_CIRCLE"])),
+        "message_model": "CLUSTERING",
+        "last_phase": 0,
+        "compare": True,
+        "backlogs": [
+            {"broker_name": b, "queue_id": q, "backlog": draw(st.integers(0, 500))} for b, q in queues
+        ],
+        "stale_clients": None,
+        "view_phase": None,
+    }
+
+
+@st.composite
+def fleets(draw) -> list[dict]:
+    return [draw(group_rows(i)) for i in range(draw(st.integers(1, 4)))]
+
+
+def _owned(rows: list[dict]) -> list[tuple]:
+    """(strategy, topic, group, client, broker, queue id) of every owned queue, sorted."""
+    out = []
+    for batch in client_queue_batches(pa.RecordBatch.from_pylist(rows, schema=ROUTES)):
+        for r in batch.to_pylist():
+            out += [
+                (r["strategy"], r["topic"], r["group"], r["client_id"], q["broker_name"], q["queue_id"])
+                for q in r["owned"]
+            ]
+    return sorted(out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fleets())
+def test_balanced_strategies_give_every_queue_one_owner_and_only_clients_own(rows: list[dict]) -> None:
+    owned = _owned(rows)
+    for row in rows:
+        queues = sorted((b, q) for b, n in zip(row["broker_names"], row["read_queue_nums"]) for q in range(n))
+        mine = [o for o in owned if o[2] == row["group"]]
+        assert {o[3] for o in mine} <= set(row["client_ids"])  # only the group's clients
+        for strategy in ONE_OWNER:
+            got = sorted((o[4], o[5]) for o in mine if o[0] == strategy)
+            assert got == queues, strategy
+        in_rooms = [(b, q) for b, q in queues if b.split("@")[0] in row["consumer_idcs"]]
+        assert sorted((o[4], o[5]) for o in mine if o[0] == "MACHINE_ROOM") == in_rooms
+
+
+@settings(max_examples=40, deadline=None)
+@given(fleets(), st.randoms(use_true_random=False))
+def test_the_answer_does_not_depend_on_the_order_of_rows_in_a_batch(rows: list[dict], random) -> None:
+    shuffled = list(rows)
+    random.shuffle(shuffled)
+    assert _owned(shuffled) == _owned(rows)
