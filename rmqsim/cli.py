@@ -1,4 +1,4 @@
-"""Command line: `rmqsim demo | simulate | report | generate` (SPEC section 5).
+"""Command line: `rmqsim demo | simulate | report | generate | import-mqadmin | validate` (SPEC section 5).
 
 Exit codes: 0 success, 2 bad input (the message names table, column and problem), 1 otherwise.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -91,6 +92,36 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write a CONFIG list for every client (queue_config table)",
     )
+
+    imp = sub.add_parser(
+        "import-mqadmin", help="turn saved mqadmin outputs into a snapshot, with the observed assignment"
+    )
+    imp.add_argument(
+        "--in",
+        dest="in_dir",
+        required=True,
+        help="clusterList.txt, topicRoute/<topic>.txt, consumerConnection/<group>.txt, "
+        "consumerProgress/<group>.txt (README: Importing mqadmin output)",
+    )
+    imp.add_argument("--out", required=True, help="the snapshot directory to write")
+    imp.add_argument(
+        "--strategy",
+        action="append",
+        default=[],
+        metavar="[GROUP=]NAME",
+        help="a group's strategy (mqadmin does not show it; default AVG); a bare NAME for every "
+        "other group; repeatable",
+    )
+
+    val = sub.add_parser(
+        "validate", help="compare each group's simulated assignment with the one the cluster showed"
+    )
+    val.add_argument("--snapshot", required=True, help="a snapshot with observed_assignments")
+    val.add_argument("--run", help="a simulate output (--strategies configured) to take the simulation from")
+    val.add_argument(
+        "--out", help="where validation/ and validation_queues/ go (default: the --run directory, else ./out)"
+    )
+    _spark_args(val)
     return p
 
 
@@ -170,6 +201,35 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_mqadmin(args: argparse.Namespace) -> int:
+    from rmqsim.mqadmin import importer
+
+    default, by_group = importer.parse_strategies(args.strategy)
+    imported = importer.import_mqadmin(args.in_dir, args.out, default_strategy=default, strategies=by_group)
+    print(", ".join(f"{table}: {n} rows" for table, n in imported.counts.items()) + f" in {args.out}")
+    print("formats: " + "; ".join(f"{cmd} {', '.join(f)}" for cmd, f in imported.formats.items()))
+    for warning in imported.warnings:
+        print(f"warning: {warning}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from rmqsim import config, session, validate
+    from rmqsim.snapshot import check_layout
+
+    check_layout(args.snapshot)  # fail on a wrong path before the JVM starts
+    profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))
+    spark = session.build_session(
+        master=args.master or profile.master, conf={**profile.conf, **config.parse_conf(args.conf)}
+    )
+    out = args.out or args.run or "out"
+    result = validate.run(spark, validate.ValidateConfig(snapshot=args.snapshot, out=out, run=args.run))
+    print(validate.format_result(result.groups))
+    tables = [os.path.join(out, t) for t in ("validation", "validation_queues")]
+    print(f"\noutputs in {tables[0]} (per group) and {tables[1]} (per queue)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -184,6 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _simulate(args, snapshot=args.snapshot, strategies=args.strategies)
         if args.command == "report":
             return _report(args)
+        if args.command == "import-mqadmin":
+            return _import_mqadmin(args)
+        if args.command == "validate":
+            return _validate(args)
         return _generate(args)
     except InputError as e:
         print(f"rmqsim: bad input: {e}", file=sys.stderr)

@@ -120,7 +120,24 @@ QUEUE_CONFIG = TableSpec(
     ),
 )
 
-SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONFIG)
+# Who held each queue when the fleet was captured (rmqsim import-mqadmin fills it from
+# consumerProgress): what `rmqsim validate` compares the simulation with.
+OBSERVED_ASSIGNMENTS = TableSpec(
+    "observed_assignments",
+    False,
+    (
+        Column("group", STRING),
+        Column("topic", STRING),
+        Column("broker_name", STRING),
+        Column("queue_id", INT),
+        # The holder's client id; null where no client holds the queue, or where only its IP is
+        # known and that IP is several clients (or none) of the group.
+        Column("client_id", STRING),
+        Column("client_ip", STRING, required=False),  # the holder as mqadmin prints it; null: no holder
+    ),
+)
+
+SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONFIG, OBSERVED_ASSIGNMENTS)
 
 # Keys every output row carries: which scenario, which phase of it, which strategy.
 RUN_KEYS = (
@@ -300,5 +317,37 @@ REJECTS = StructType(
         StructField("source", STRING, False),
         StructField("reason", STRING, False),
         StructField("row", STRING, True),  # the offending row as JSON
+    ]
+)
+
+# rmqsim validate, per (topic, group, broker_name, queue_id): the observed holder beside the
+# simulated owners.
+VALIDATION_QUEUES = StructType(
+    [
+        *TOPIC_GROUP,
+        StructField("broker_name", STRING, False),
+        StructField("queue_id", INT, False),
+        StructField("observed_client_id", STRING, True),
+        StructField("observed_client_ip", STRING, True),  # null: consumerProgress shows no holder
+        StructField("simulated_client_ids", ArrayType(STRING, False), False),  # empty: no owner
+        StructField(
+            "in_progress", BOOLEAN, False
+        ),  # false: simulated, but consumerProgress lists no such queue
+        StructField("matched", BOOLEAN, False),
+    ]
+)
+
+# rmqsim validate, per group: how much of the observed assignment the simulation reproduces, and why not.
+VALIDATION = StructType(
+    [
+        StructField("group", STRING, False),
+        StructField("strategy", STRING, False),  # the group's configured strategy
+        StructField("topics", LONG, False),
+        StructField("queues_compared", LONG, False),  # queues consumerProgress lists
+        StructField("matched", LONG, False),
+        StructField("match_rate", DOUBLE, True),  # null where nothing was compared
+        StructField("queues_not_in_progress", LONG, False),
+        StructField("causes", ArrayType(STRING, False), False),  # codes: see rmqsim.causes
+        StructField("details", ArrayType(STRING, False), False),  # one sentence per cause
     ]
 )

@@ -36,6 +36,7 @@ class Snapshot:
     groups: DataFrame  # empty, with the contract's columns, when the snapshot has no groups table
     offsets: DataFrame | None = None
     queue_config: DataFrame | None = None
+    observed_assignments: DataFrame | None = None  # read by `rmqsim validate` only
 
 
 def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
@@ -51,6 +52,7 @@ def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
         groups=groups,
         offsets=tables["offsets"],
         queue_config=tables["queue_config"],
+        observed_assignments=tables["observed_assignments"],
     )
 
 

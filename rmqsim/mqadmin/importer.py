@@ -1,0 +1,331 @@
+"""A directory of saved mqadmin outputs, turned into a snapshot (SPEC section 1).
+
+The directory holds what a user saves with shell redirection::
+
+    clusterList.txt                  mqadmin clusterList
+    topicRoute/<topic>.txt           mqadmin topicRoute -t <topic>      (one per topic, retry topics too)
+    consumerConnection/<group>.txt   mqadmin consumerConnection -g <group>
+    consumerProgress/<group>.txt     mqadmin consumerProgress -g <group> -s true
+
+What becomes what:
+
+- brokers: every instance clusterList lists, alive. A broker name that a route names but
+  clusterList does not is taken from the route (its brokerDatas addresses) and counted alive too:
+  the NameServer routes only brokers that are registered, so the route is evidence it was up
+  when the route was saved; the import warns, because the captures disagree.
+- topic_queues: every route's queueDatas. consumers: each client of a group on each topic it
+  subscribes to (retry topics included), once per connection, so a client id listed twice stays
+  twice, as the broker's cidAll has it. A subscribed topic without a route file is left out.
+- groups: the message model; the strategy only where ``--strategy`` names it (mqadmin does not
+  print it; a null strategy is AVG). Machine rooms are unknown: null.
+- offsets and observed_assignments: consumerProgress's rows, names cut short matched back to the
+  routes' full names; each holder's IP matched to the client id of the group it belongs to.
+
+Nothing here needs Spark: tables are written with pyarrow.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from rmqsim import schemas
+from rmqsim.errors import InputError
+from rmqsim.generate import arrow_table, write_snapshot
+from rmqsim.mqadmin import cluster_list, consumer_connection, consumer_progress, names, topic_route
+from rmqsim.mqadmin.consumer_connection import ConsumerConnection
+from rmqsim.mqadmin.consumer_progress import ConsumerProgress
+from rmqsim.mqadmin.lines import error
+from rmqsim.mqadmin.topic_route import TopicRoute
+from rmqsim.strategies import STRATEGIES
+
+CLUSTER_LIST = "clusterList.txt"
+TOPIC_ROUTE = "topicRoute"
+CONSUMER_CONNECTION = "consumerConnection"
+CONSUMER_PROGRESS = "consumerProgress"
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Everything the directory holds, parsed; files named by their path for messages."""
+
+    root: str
+    cluster: cluster_list.ClusterList | None
+    routes: Mapping[str, TopicRoute]  # by topic
+    connections: Mapping[str, ConsumerConnection]  # by group
+    progress: Mapping[str, ConsumerProgress]  # by group
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+
+@dataclass(frozen=True)
+class Imported:
+    tables: dict[str, pa.Table]
+    warnings: tuple[str, ...]
+    formats: dict[str, tuple[str, ...]]  # command: the output formats seen (which versions)
+    counts: dict[str, int] = field(default_factory=dict)  # rows written per table
+
+
+def _stem(file: str) -> str:
+    return file[: -len(".txt")] if file.endswith(".txt") else file
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(path, None, f"cannot read: {e.strerror}") from None
+
+
+def _files(root: str, sub: str, *, required: bool) -> dict[str, str]:
+    """{stem: path} for the files of ``root/sub`` (hidden files skipped)."""
+    folder = os.path.join(root, sub)
+    if not os.path.isdir(folder):
+        if required:
+            raise InputError(folder, None, f"missing: save `mqadmin {sub} ...` outputs as {sub}/<name>.txt")
+        return {}
+    found = {_stem(f): os.path.join(folder, f) for f in sorted(os.listdir(folder)) if not f.startswith(".")}
+    if required and not found:
+        raise InputError(folder, None, f"empty: save `mqadmin {sub} ...` outputs as {sub}/<name>.txt")
+    return found
+
+
+def read_capture(root: str) -> Capture:
+    if not os.path.isdir(root):
+        raise InputError("arguments", "--in", f"{root} is not a directory")
+    cluster_path = os.path.join(root, CLUSTER_LIST)
+    cluster = (
+        cluster_list.parse(_read(cluster_path), source=cluster_path) if os.path.exists(cluster_path) else None
+    )
+    routes = {
+        topic: topic_route.parse(_read(p), source=p)
+        for topic, p in _files(root, TOPIC_ROUTE, required=True).items()
+    }
+    connections = {
+        group: consumer_connection.parse(_read(p), source=p)
+        for group, p in _files(root, CONSUMER_CONNECTION, required=True).items()
+    }
+    progress = {
+        group: consumer_progress.parse(_read(p), source=p)
+        for group, p in _files(root, CONSUMER_PROGRESS, required=False).items()
+    }
+    return Capture(root, cluster, routes, connections, progress)
+
+
+def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
+    default, by_group = None, {}
+    for value in values:
+        group, sep, name = value.rpartition("=")
+        name = name.strip().upper()
+        if name not in STRATEGIES:
+            raise InputError(
+                "arguments",
+                "--strategy",
+                f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
+            )
+        if not sep:
+            default = name
+        elif not group.strip():
+            raise InputError("arguments", "--strategy", f"expected GROUP=NAME or NAME, got {value!r}")
+        else:
+            by_group[group.strip()] = name
+    return default, by_group
+
+
+def to_tables(
+    capture: Capture, *, default_strategy: str | None = None, strategies: Mapping[str, str] | None = None
+) -> Imported:
+    strategies = dict(strategies or {})
+    unknown = sorted(set(strategies) - set(capture.connections))
+    if unknown:
+        raise InputError(
+            "arguments",
+            "--strategy",
+            f"no {CONSUMER_CONNECTION}/<group>.txt for group(s) {', '.join(unknown)}",
+        )
+    warnings: list[str] = []
+    brokers = _brokers(capture, warnings)
+    broker_names = {row["broker_name"] for row in brokers}
+    rows = {
+        "brokers": brokers,
+        "topic_queues": [
+            {
+                "topic": topic,
+                "broker_name": q.broker_name,
+                "read_queue_nums": q.read_queue_nums,
+                "write_queue_nums": q.write_queue_nums,
+                "perm": q.perm,
+            }
+            for topic, route in sorted(capture.routes.items())
+            for q in route.queues
+        ],
+        "consumers": _consumers(capture, warnings),
+        "groups": [
+            {
+                "group": group,
+                "strategy": strategies.get(group, default_strategy),
+                "message_model": cc.message_model,
+            }
+            for group, cc in sorted(capture.connections.items())
+            if cc.connections
+        ],
+    }
+    offsets, observed = _progress(capture, broker_names, warnings)
+    rows["offsets"] = offsets
+    rows["observed_assignments"] = observed
+    specs = {s.name: s for s in schemas.SNAPSHOT_TABLES}
+    tables = {name: arrow_table(specs[name], _columns(specs[name], table)) for name, table in rows.items()}
+    return Imported(tables, tuple(warnings), _formats(capture), {n: t.num_rows for n, t in tables.items()})
+
+
+def import_mqadmin(
+    root: str, out: str, *, default_strategy: str | None = None, strategies: Mapping[str, str] | None = None
+) -> Imported:
+    imported = to_tables(read_capture(root), default_strategy=default_strategy, strategies=strategies)
+    write_snapshot(imported.tables, out)
+    return imported
+
+
+def _columns(spec: schemas.TableSpec, rows: list[dict]) -> dict[str, list]:
+    names = [c.name for c in spec.columns if c.required or any(c.name in r for r in rows)]
+    return {n: [r.get(n) for r in rows] for n in names}
+
+
+def _brokers(capture: Capture, warnings: list[str]) -> list[dict]:
+    instances: dict[tuple[str, int], dict] = {}
+
+    def add(cluster: str | None, name: str, bid: int, address: str | None) -> None:
+        instances.setdefault(
+            (name, bid),
+            {"cluster": cluster, "broker_name": name, "broker_id": bid, "address": address, "alive": True},
+        )
+
+    if capture.cluster is None:
+        warnings.append(f"no {CLUSTER_LIST}: brokers are taken from the routes, all counted alive")
+    else:
+        for b in capture.cluster.instances:
+            add(b.cluster, b.broker_name, b.broker_id, b.address)
+    listed = {name for name, _ in instances}
+    from_routes: dict[str, list[str]] = defaultdict(list)
+    for topic, route in sorted(capture.routes.items()):
+        for b in route.brokers:
+            if b.broker_name not in listed:
+                from_routes[b.broker_name].append(topic)
+                for bid, address in b.addresses:
+                    add(b.cluster, b.broker_name, bid, address)
+        for q in route.queues:
+            if q.broker_name not in listed and q.broker_name not in {b.broker_name for b in route.brokers}:
+                from_routes[q.broker_name].append(topic)
+                add(None, q.broker_name, 0, None)
+    if capture.cluster is not None:
+        for name, topics in sorted(from_routes.items()):
+            path = capture.path(TOPIC_ROUTE, f"{topics[0]}.txt")
+            others = f" (and {len(topics) - 1} other route(s))" if len(topics) > 1 else ""
+            warnings.append(
+                f"broker {name} is in {path}{others} but not in {CLUSTER_LIST}: imported from the route, "
+                "alive (were the files saved at different times?)"
+            )
+    return [instances[k] for k in sorted(instances)]
+
+
+def _consumers(capture: Capture, warnings: list[str]) -> list[dict]:
+    rows = []
+    for group, cc in sorted(capture.connections.items()):
+        path = capture.path(CONSUMER_CONNECTION, f"{group}.txt")
+        if not cc.connections:
+            warnings.append(f"{path} lists no client: the group was offline")
+        if cc.consume_type == "CONSUME_POP":
+            warnings.append(f"{path}: the group consumes by POP, where no queue is assigned to a client")
+        for sub in cc.subscriptions:
+            if sub.topic not in capture.routes:
+                warnings.append(
+                    f"{path}:{sub.line} subscribes {sub.topic}, but there is no "
+                    f"{TOPIC_ROUTE}/{sub.topic}.txt: that topic is left out"
+                )
+                continue
+            rows.extend(
+                {"group": group, "topic": sub.topic, "client_id": c.client_id} for c in cc.connections
+            )
+    return rows
+
+
+def _holder(ip: str | None, cc: ConsumerConnection | None) -> str | None:
+    """The client id of the group's client with this IP, where exactly one has it."""
+    if ip is None or cc is None:
+        return None
+    ids = {c.client_id for c in cc.connections if c.ip == ip} or {
+        c.client_id for c in cc.connections if c.addr_ip == ip
+    }
+    return next(iter(ids)) if len(ids) == 1 else None
+
+
+def _progress(capture: Capture, broker_names: set[str], warnings: list[str]) -> tuple[list[dict], list[dict]]:
+    offsets, observed = [], []
+    for group, progress in sorted(capture.progress.items()):
+        path = capture.path(CONSUMER_PROGRESS, f"{group}.txt")
+        cc = capture.connections.get(group)
+        if cc is None:
+            warnings.append(
+                f"{path}: no {CONSUMER_CONNECTION}/{group}.txt, so its holders' client ids are unknown"
+            )
+        if not progress.shows_holder:
+            warnings.append(
+                f"{path} was saved without -s true: it names no holders, so {group} cannot be validated"
+            )
+        topics = set(capture.routes) | {s.topic for s in (cc.subscriptions if cc else ())}
+        skipped: dict[str, list[int]] = defaultdict(list)
+        seen: dict[tuple[str, str, int], int] = {}
+        for q in progress.queues:
+            topic = _resolve(path, q.line, "topic", q.topic, progress.topic_cut, topics)
+            broker = _resolve(path, q.line, "broker name", q.broker_name, progress.broker_cut, broker_names)
+            if topic is None or topic not in capture.routes:
+                skipped[f"topic {topic or q.topic} has no {TOPIC_ROUTE}/ file"].append(q.line)
+                continue
+            if broker is None:
+                skipped[f"broker {q.broker_name} is in no route and not in {CLUSTER_LIST}"].append(q.line)
+                continue
+            key = (topic, broker, q.queue_id)
+            if key in seen:
+                raise error(
+                    path,
+                    q.line,
+                    f"queue {topic} {broker} {q.queue_id} is listed twice (also line {seen[key]})",
+                )
+            seen[key] = q.line
+            queue = {"group": group, "topic": topic, "broker_name": broker, "queue_id": q.queue_id}
+            offsets.append({**queue, "broker_offset": q.broker_offset, "consumer_offset": q.consumer_offset})
+            if progress.shows_holder:
+                observed.append({**queue, "client_id": _holder(q.client_ip, cc), "client_ip": q.client_ip})
+        for what, lines in sorted(skipped.items()):
+            where = f"{path}:{lines[0]}" + (f" and {len(lines) - 1} more line(s)" if len(lines) > 1 else "")
+            warnings.append(f"{where}: {what}: left out")
+    return offsets, observed
+
+
+def _resolve(path: str, line: int, what: str, printed: str, cut: int, known: set[str]) -> str | None:
+    found = names.resolve(printed, cut, known)
+    if found.candidates:
+        raise error(
+            path,
+            line,
+            f"{what} {printed!r} is cut at {cut} characters and could be any of "
+            f"{', '.join(found.candidates)}: rename one, or leave the other's route out of the capture",
+        )
+    return found.name
+
+
+def _formats(capture: Capture) -> dict[str, tuple[str, ...]]:
+    seen = {
+        "clusterList": {capture.cluster.format} if capture.cluster else set(),
+        "topicRoute": {r.format for r in capture.routes.values()},
+        "consumerConnection": {c.format for c in capture.connections.values()},
+        "consumerProgress": {p.format for p in capture.progress.values()},
+    }
+    return {command: tuple(sorted(formats)) for command, formats in seen.items() if formats}

@@ -1,0 +1,60 @@
+"""A saved mqadmin output as numbered lines, without the noise a shell redirect also captures.
+
+`mqadmin ... > file 2>&1` keeps the JVM's and the logging framework's warnings beside the table;
+those lines are dropped here, by their well-known prefixes. Everything else is the command's own
+output, and a line a parser cannot read is an InputError that names the file and the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rmqsim.errors import InputError
+
+NOISE = (
+    "RocketMQLog:",  # 4.x: "RocketMQLog:WARN No appenders could be found for logger ..."
+    "SLF4J:",
+    "log4j:",
+    "Java HotSpot(TM)",  # "... VM warning: ignoring option PermSize=128m ..."
+    "OpenJDK 64-Bit Server VM",
+    "WARNING:",  # JDK 9+: illegal reflective access
+)
+
+# What mqadmin prints when the command itself failed: an exception, not a table.
+FAILURE = re.compile(r"^(?:[\w$]+\.)+[\w$]*(?:Exception|Error)\b(?::\s*(?P<message>.*))?$")
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based, in the file as saved
+    text: str  # without the line break; trailing white space kept (layouts need it)
+
+
+def content_lines(text: str) -> list[Line]:
+    """The lines that are the command's output: not blank, not noise."""
+    out = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith(NOISE):
+            continue
+        out.append(Line(number, raw.rstrip("\r")))
+    return out
+
+
+def error(source: str, line: int | None, problem: str) -> InputError:
+    """An InputError that names the file and line: ``consumerProgress/g.txt:12: <problem>``."""
+    return InputError(f"{source}:{line}" if line else source, None, problem)
+
+
+def check_not_failure(source: str, lines: list[Line], command: str) -> None:
+    """Raise a clear error where the file holds mqadmin's exception instead of its output."""
+    for line in lines[:3]:
+        match = FAILURE.match(line.text.strip())
+        if match:
+            raise error(
+                source,
+                line.number,
+                f"mqadmin {command} failed when this was saved ({line.text.strip()}); "
+                "run it again, or remove the file",
+            )

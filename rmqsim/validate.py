@@ -1,0 +1,276 @@
+"""`rmqsim validate`: the simulated assignment of each group's configured strategy beside the one
+the cluster showed (the snapshot's observed_assignments), per queue and per group.
+
+The simulation is a run's phase 0 (``--run``, a run made with ``--strategies configured``; with
+another run, each group's configured strategy is picked out of it) or made here the same way.
+Queues are compared where consumerProgress lists them: a queue matches when its observed holder
+is one of its simulated owners (by client id, or by IP where only the IP is known) or when
+neither side has one. Groups with a mismatch, or with a duplicate, unlisted or ambiguous client,
+are then diagnosed on the driver (rmqsim.causes): only their routes are collected.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from rmqsim import allocation, causes, metrics, report, routes, schemas, simulate
+from rmqsim.config import SimulateConfig
+from rmqsim.errors import InputError
+from rmqsim.rejects import blank
+from rmqsim.snapshot import Snapshot, check_layout, load_snapshot
+from rmqsim.strategies import STRATEGIES
+
+log = logging.getLogger(__name__)
+
+KEYS = ["group", "topic", "broker_name", "queue_id"]
+
+
+@dataclass(frozen=True)
+class ValidateConfig:
+    snapshot: str
+    out: str  # receives validation/ and validation_queues/
+    run: str | None = None  # a simulate output directory; None: simulate here
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    out: str
+    groups: list[dict]  # schemas.VALIDATION rows, by group
+
+
+def observed_queues(snapshot: Snapshot) -> DataFrame:
+    """observed_assignments, one row per queue: rows with a blank key or a bad queue id dropped,
+    and the first holder (in id order) kept where a queue is listed twice."""
+    observed = snapshot.observed_assignments
+    if observed is None:
+        raise InputError(
+            "observed_assignments", None, "the snapshot has none: import one with `rmqsim import-mqadmin`"
+        )
+    valid = ~(blank("group") | blank("topic") | blank("broker_name")) & (F.col("queue_id") >= 0)
+    first = F.row_number().over(Window.partitionBy(*KEYS).orderBy(F.col("client_id"), F.col("client_ip")))
+    return observed.where(valid).withColumn("_n", first).where("_n = 1").drop("_n")
+
+
+def configured_strategies(snapshot: Snapshot) -> DataFrame:
+    """(group, strategy): each group's configured strategy, normalised (AVG where none)."""
+    first = F.row_number().over(
+        Window.partitionBy("group").orderBy(F.to_json(F.struct(*snapshot.groups.columns)))
+    )
+    return (
+        snapshot.groups.withColumn("_n", first)
+        .where("_n = 1")
+        .select("group", routes.normalised_strategy().alias("strategy"))
+    )
+
+
+def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame) -> DataFrame:
+    """Phase 0 routes of the observed groups, with every strategy's parameters: what both the
+    configured simulation and the diagnosis of a mismatch run on."""
+    sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
+    return (
+        simulate.build_group_routes(spark, sim)
+        .group_routes.where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
+        .join(groups, "group", "left_semi")
+    )
+
+
+def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: DataFrame) -> DataFrame:
+    """Phase 0 assignments of each group's configured strategy, as `simulate --strategies
+    configured` computes them (a group whose strategy rmqsim does not know is not simulated)."""
+    configured = F.coalesce(F.col("_configured"), F.lit("AVG"))
+    staged = (
+        observed_routes.join(strategies.withColumnRenamed("strategy", "_configured"), "group", "left")
+        .where(configured.isin(list(STRATEGIES)))
+        .withColumns(
+            {
+                "strategies": F.array(configured),
+                "skipped": F.array().cast(schemas.GROUP_ROUTES["skipped"].dataType),
+                "compare": F.lit(False),
+            }
+        )
+        .select(*schemas.GROUP_ROUTES.fieldNames())
+    )
+    partitions = simulate.allocation_partitions(spark, SimulateConfig(snapshot="", out=""))  # the default
+    client_queues = allocation.client_queues(allocation.partition_by_group(staged, partitions=partitions))
+    return metrics.assignments(client_queues).select(*KEYS, "client_id")
+
+
+def simulated_in_run(spark: SparkSession, run: str, strategies: DataFrame) -> DataFrame:
+    """A run's phase 0 assignments of each group's configured strategy."""
+    path = os.path.join(run, "assignments")
+    if not os.path.isdir(path) and "://" not in run:
+        raise InputError("arguments", "--run", f"{path} does not exist: is {run} a simulate output?")
+    assignments = spark.read.parquet(path).where(F.col("phase") == 0)
+    first = assignments.agg(F.min("scenario")).first()[0]  # phase 0 is the snapshot in every scenario
+    return (
+        assignments.where(F.col("scenario") == first)
+        .join(strategies.withColumnRenamed("strategy", "_configured"), "group", "left")
+        .where(F.col("strategy") == F.coalesce(F.col("_configured"), F.lit("AVG")))
+        .select(*KEYS, "client_id")
+    )
+
+
+def compare(observed: DataFrame, simulated: DataFrame) -> DataFrame:
+    """schemas.VALIDATION_QUEUES: every observed queue and every simulated one of the observed
+    (group, topic) pairs, with the observed holder, the simulated owners and whether they match."""
+    pairs = observed.select("group", "topic").distinct()
+    owners = (
+        simulated.join(pairs, ["group", "topic"], "left_semi")
+        .groupBy(*KEYS)
+        .agg(F.array_sort(F.collect_set("client_id")).alias("simulated_client_ids"))
+    )
+    seen = observed.select(
+        *KEYS,
+        F.col("client_id").alias("observed_client_id"),
+        F.col("client_ip").alias("observed_client_ip"),
+        F.lit(True).alias("in_progress"),
+    )
+    sims = F.coalesce(F.col("simulated_client_ids"), F.array().cast("array<string>"))
+    holder_id, holder_ip = F.col("observed_client_id"), F.col("observed_client_ip")
+    matched = (
+        F.when(~F.col("in_progress"), F.lit(False))
+        .when(holder_id.isNotNull(), F.array_contains(sims, holder_id))
+        .when(holder_ip.isNotNull(), F.exists(sims, lambda s: F.substring_index(s, "@", 1) == holder_ip))
+        .otherwise(F.size(sims) == 0)
+    )
+    return (
+        seen.join(owners, KEYS, "full_outer")
+        .withColumn("in_progress", F.coalesce(F.col("in_progress"), F.lit(False)))
+        .select(
+            *schemas.VALIDATION_QUEUES.fieldNames()[:6],
+            sims.alias("simulated_client_ids"),
+            "in_progress",
+            matched.alias("matched"),
+        )
+        .select(*schemas.VALIDATION_QUEUES.fieldNames())
+    )
+
+
+def _write(df: DataFrame, path: str) -> None:
+    df.coalesce(1).write.mode("overwrite").parquet(path)
+
+
+def per_group(snapshot: Snapshot, queues: DataFrame, strategies: DataFrame) -> DataFrame:
+    """One row per observed group: the counts of schemas.VALIDATION, its configured strategy, and
+    what makes it worth a look on the driver: holders known by IP only (unlisted or shared
+    IPs), and client ids listed twice."""
+    twice = (
+        snapshot.consumers.groupBy("group", "topic", "client_id")
+        .count()
+        .where("count > 1")
+        .groupBy("group")
+        .agg(F.lit(True).alias("listed_twice"))
+    )
+    by_ip = F.col("observed_client_id").isNull() & F.col("observed_client_ip").isNotNull()
+    return (
+        queues.groupBy("group")
+        .agg(
+            F.countDistinct(F.when(F.col("in_progress"), F.col("topic"))).alias("topics"),
+            F.sum(F.col("in_progress").cast("long")).alias("queues_compared"),
+            F.sum((F.col("in_progress") & F.col("matched")).cast("long")).alias("matched"),
+            F.sum((~F.col("in_progress")).cast("long")).alias("queues_not_in_progress"),
+            F.max(F.col("in_progress") & by_ip).alias("by_ip"),
+        )
+        .join(twice, "group", "left")
+        .join(strategies, "group", "left")
+    )
+
+
+def _cases(
+    observed_routes: DataFrame, queues: DataFrame, groups: list[str], strategy: dict[str, str]
+) -> list[causes.GroupCase]:
+    """The flagged groups' routes (of the topics observed) and observed holders, on the driver."""
+    observed_topics = queues.where(F.col("in_progress")).select("group", "topic").distinct()
+    flagged = observed_routes.where(F.col("group").isin(groups)).join(
+        observed_topics, ["group", "topic"], "left_semi"
+    )
+    by_group: dict[str, list[dict]] = {g: [] for g in groups}
+    for row in flagged.toArrow().to_pylist():
+        by_group[row["group"]].append(row)
+    observed: dict[str, dict] = {g: {} for g in groups}
+    for r in queues.where(F.col("in_progress") & F.col("group").isin(groups)).collect():
+        observed[r["group"]][(r["topic"], r["broker_name"], r["queue_id"])] = causes.Holder(
+            r["observed_client_id"], r["observed_client_ip"]
+        )
+    return [causes.GroupCase(g, strategy.get(g, "AVG"), by_group[g], observed[g]) for g in groups]
+
+
+def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
+    log.info("validate: snapshot=%s run=%s out=%s", config.snapshot, config.run, config.out)
+    check_layout(config.snapshot)
+    snapshot = load_snapshot(spark, config.snapshot)
+    observed = observed_queues(snapshot)
+    groups = observed.select("group").distinct()
+    strategies = configured_strategies(snapshot)
+    # Small (one row per observed (topic, group)), and read twice: by the simulation and the diagnosis.
+    observed_routes = group_routes(spark, config, groups).persist()
+    try:
+        simulated = (
+            simulated_in_run(spark, config.run, strategies)
+            if config.run
+            else simulated_here(spark, observed_routes, strategies)
+        )
+        queues_path = os.path.join(config.out, "validation_queues")
+        _write(compare(observed, simulated), queues_path)
+        queues = spark.read.parquet(queues_path)
+        counts = sorted(per_group(snapshot, queues, strategies).collect(), key=lambda r: r["group"])
+        configured = {r["group"]: r["strategy"] or "AVG" for r in counts}
+        flagged = [
+            r["group"]
+            for r in counts
+            if r["matched"] < r["queues_compared"] or r["by_ip"] or r["listed_twice"]
+        ]
+        cases = _cases(observed_routes, queues, flagged, configured) if flagged else []
+        found = {case.group: causes.diagnose(case) for case in cases}
+    finally:
+        observed_routes.unpersist()
+    out_rows = []
+    for r in counts:
+        why = found.get(r["group"], [])
+        out_rows.append(
+            {
+                "group": r["group"],
+                "strategy": configured[r["group"]],
+                "topics": r["topics"],
+                "queues_compared": r["queues_compared"],
+                "matched": r["matched"],
+                "match_rate": r["matched"] / r["queues_compared"] if r["queues_compared"] else None,
+                "queues_not_in_progress": r["queues_not_in_progress"],
+                "causes": [c.code for c in why],
+                "details": [c.detail for c in why],
+            }
+        )
+    _write(spark.createDataFrame(out_rows, schemas.VALIDATION), os.path.join(config.out, "validation"))
+    log.info("validate: wrote %s", config.out)
+    return ValidationResult(config.out, out_rows)
+
+
+COLUMNS = (
+    ("group", "group"),
+    ("strategy", "strategy"),
+    ("queues_compared", "queues"),
+    ("matched", "matched"),
+    ("match", "match rate"),
+    ("cause_codes", "causes"),
+)
+
+
+def format_result(rows: list[dict]) -> str:
+    """The per-group table `rmqsim validate` prints, then each cause in a sentence."""
+    shown = [
+        {
+            **r,
+            "match": None if r["match_rate"] is None else f"{r['match_rate']:.1%}",
+            "cause_codes": ", ".join(dict.fromkeys(r["causes"])) or None,
+        }
+        for r in rows
+    ]
+    lines = [report.format_table(shown, COLUMNS)]
+    for r in rows:
+        lines.extend(f"{r['group']}: {code}: {detail}" for code, detail in zip(r["causes"], r["details"]))
+    return "\n".join(lines)

@@ -1,0 +1,187 @@
+"""`rmqsim validate`: the fixtures imported, simulated and compared with what the cluster showed.
+
+The fixtures' holders were worked out by hand (tests/data/mqadmin/README.md): where they came
+from the configured strategy every queue matches; the duplicate-client and missing-client
+captures get their cause named. The diagnosis itself is also tested on hand-built routes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rmqsim import causes, config, simulate, validate
+from rmqsim.errors import InputError
+from rmqsim.mqadmin import importer
+from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+
+DATA = Path(__file__).resolve().parent / "data" / "mqadmin"
+
+
+def _by_group(result: validate.ValidationResult) -> dict[str, dict]:
+    return {r["group"]: r for r in result.groups}
+
+
+@pytest.fixture(scope="module")
+def v4_9(spark, tmp_path_factory) -> validate.ValidationResult:
+    """The 4.9 capture, validated with a simulation made here."""
+    root = tmp_path_factory.mktemp("v4_9")
+    importer.import_mqadmin(str(DATA / "v4_9"), str(root / "snap"), strategies={"cg_audit": "AVG_BY_CIRCLE"})
+    return validate.run(spark, validate.ValidateConfig(snapshot=str(root / "snap"), out=str(root / "out")))
+
+
+@pytest.fixture(scope="module")
+def v5(spark, tmp_path_factory) -> validate.ValidationResult:
+    """The 5.x capture, validated against a `simulate --strategies configured` run."""
+    root = tmp_path_factory.mktemp("v5")
+    snap, run = str(root / "snap"), str(root / "run")
+    importer.import_mqadmin(str(DATA / "v5"), snap, strategies={"cg_stock": "AVG_BY_CIRCLE"})
+    simulate.run(spark, config.SimulateConfig(snapshot=snap, out=run, strategies=None))
+    return validate.run(spark, validate.ValidateConfig(snapshot=snap, out=run, run=run))
+
+
+def test_4_9_matches_where_the_strategy_is_the_configured_one(v4_9) -> None:
+    groups = _by_group(v4_9)
+    got = {g: (r["strategy"], r["queues_compared"], r["matched"], r["match_rate"]) for g, r in groups.items()}
+    assert got == {
+        "cg_orders": ("AVG", 10, 10, 1.0),  # retry topic included
+        "cg_audit": ("AVG_BY_CIRCLE", 7, 7, 1.0),  # cut topic and broker names, a read-only broker
+        "cg_dup": ("AVG", 8, 8, 1.0),  # the simulation leaves the duplicate's queues unowned too
+    }
+    assert groups["cg_orders"]["causes"] == [] and groups["cg_audit"]["causes"] == []
+
+
+def test_4_9_names_the_duplicate_client_id(v4_9) -> None:
+    dup = _by_group(v4_9)["cg_dup"]
+    assert dup["causes"] == ["duplicate_client_id"]
+    assert "10.2.0.32@1 is listed 2 times" in dup["details"][0]
+    assert "2 queue(s) of that topic are read by nobody" in dup["details"][0]
+
+
+def test_validation_tables_are_written(v4_9) -> None:
+    written = pq.read_table(Path(v4_9.out) / "validation").to_pylist()
+    assert sorted(r["group"] for r in written) == ["cg_audit", "cg_dup", "cg_orders"]
+    queues = pq.read_table(Path(v4_9.out) / "validation_queues").to_pylist()
+    assert len(queues) == 25 and all(q["matched"] and q["in_progress"] for q in queues)
+    unowned = [
+        q for q in queues if q["group"] == "cg_dup" and q["broker_name"] == "broker-b" and q["queue_id"] < 2
+    ]
+    assert [(q["observed_client_ip"], q["simulated_client_ids"]) for q in unowned] == [(None, []), (None, [])]
+
+
+def test_5_x_matches_where_the_strategy_is_the_configured_one(v5) -> None:
+    groups = _by_group(v5)
+    pay, stock = groups["cg_pay"], groups["cg_stock"]
+    assert (pay["queues_compared"], pay["matched"]) == (12, 12)
+    assert pay["causes"] == ["ambiguous_ip"]  # two clients on 10.5.0.13: compared by IP
+    assert "10.5.0.13 is 2 clients" in pay["details"][0]
+    assert (stock["strategy"], stock["queues_compared"], stock["matched"], stock["causes"]) == (
+        "AVG_BY_CIRCLE",
+        11,
+        11,
+        [],
+    )
+
+
+def test_5_x_names_the_missing_client_and_the_view_it_belongs_to(v5) -> None:
+    missing = _by_group(v5)["cg_missing"]
+    # Hand-worked: AVG over the two listed clients matches 6 of payments' 10 queues and both retry queues.
+    assert (missing["queues_compared"], missing["matched"]) == (12, 8)
+    assert missing["causes"] == ["missing_client", "stale_view"]
+    assert missing["details"][0].startswith(
+        "10.5.0.33 holds 3 queue(s) but consumerConnection does not list it"
+    )
+    assert "one more client, 3rd in cidAll" in missing["details"][1]
+
+
+def test_5_x_names_the_strategy_the_clients_really_run(v5) -> None:
+    circle = _by_group(v5)["cg_circle"]
+    assert (circle["strategy"], circle["queues_compared"], circle["matched"]) == ("AVG", 5, 3)
+    assert circle["causes"] == ["unknown_strategy"]
+    assert "the observed assignment is AVG_BY_CIRCLE's, not AVG's" in circle["details"][0]
+
+
+def test_the_printed_table(v5) -> None:
+    text = validate.format_result(v5.groups)
+    assert "cg_missing" in text and "66.7%" in text and "missing_client, stale_view" in text
+    assert "cg_circle: unknown_strategy: the observed assignment is AVG_BY_CIRCLE's" in text
+
+
+def test_a_snapshot_without_observed_assignments_is_bad_input(spark, tmp_path) -> None:
+    snap = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+    with pytest.raises(InputError, match="observed_assignments: the snapshot has none"):
+        validate.run(spark, validate.ValidateConfig(snapshot=snap, out=str(tmp_path / "out")))
+
+
+# ------------------------------------------------------------------ the diagnosis, without Spark
+
+
+def _route(topic: str, brokers: dict[str, int], clients: list[str]) -> dict:
+    """A schemas.GROUP_ROUTES row of group g at phase 0."""
+    return {
+        "scenario": "baseline",
+        "phase": 0,
+        "strategies": ["AVG"],
+        "skipped": [],
+        "topic": topic,
+        "group": "g",
+        "broker_names": list(brokers),
+        "read_queue_nums": list(brokers.values()),
+        "broker_rooms": [None] * len(brokers),
+        "client_ids": clients,
+        "client_rooms": [None] * len(clients),
+        "client_configs": None,
+        "virtual_node_cnt": 10,
+        "consumer_idcs": None,
+        "inner_strategy": "AVG",
+        "message_model": "CLUSTERING",
+        "last_phase": 0,
+        "compare": False,
+        "backlogs": None,
+        "stale_clients": None,
+        "view_phase": None,
+    }
+
+
+def _observed(holders: list[str | None]) -> dict:
+    return {("t", "b", i): causes.Holder(h, h.split("@")[0] if h else None) for i, h in enumerate(holders)}
+
+
+CLIENTS = ["10.0.0.1@1", "10.0.0.2@1", "10.0.0.3@1"]
+
+
+def test_clients_that_have_not_rebalanced_since_one_joined_are_a_stale_view() -> None:
+    # Captured: AVG over three clients, six queues: .1: 0 1; .2: 2 3; .3: 4 5. But .1 and .2 still
+    # hold their shares of the two-client view: .1: 0 1 2; .2: 3 4 5; .3 holds nothing yet.
+    a, b, _ = CLIENTS
+    case = causes.GroupCase("g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, a, b, b, b]))
+    found = causes.diagnose(case)
+    assert [c.code for c in found] == ["stale_view"]
+    assert found[0].detail.startswith(
+        "10.0.0.1@1, 10.0.0.2@1 hold their AVG share of a view without 10.0.0.3@1"
+    )
+
+
+def test_a_client_that_does_not_answer_mqadmin() -> None:
+    # AVG, six queues: .3's share (4 5) shows no holder; the others hold theirs.
+    a, b, _ = CLIENTS
+    case = causes.GroupCase("g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, b, b, None, None]))
+    found = causes.diagnose(case)
+    assert [c.code for c in found] == ["client_not_reporting"]
+    assert "gives 10.0.0.3@1 2 queue(s)" in found[0].detail
+
+
+def test_holders_known_by_ip_match_any_client_of_that_ip() -> None:
+    by_ip = causes.Holder(None, "10.0.0.5")
+    assert causes.holds(by_ip, ["10.0.0.5@1#2"]) and not causes.holds(by_ip, ["10.0.0.6@1"])
+    assert causes.holds(causes.Holder(None, None), []) and not causes.holds(
+        causes.Holder(None, None), ["x@1"]
+    )
+    assert causes.holds(causes.Holder("x@1", "x"), ["y@1", "x@1"])
