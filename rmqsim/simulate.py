@@ -12,7 +12,7 @@ from rmqsim import allocation, metrics, phases, routes, scenarios, schemas, vali
 from rmqsim.config import SimulateConfig
 from rmqsim.movement import map_movement
 from rmqsim.output import RunOutput
-from rmqsim.snapshot import load_snapshot
+from rmqsim.snapshot import Snapshot, load_snapshot
 from rmqsim.validation import check_snapshot
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,8 @@ class Staged:
     rejects: DataFrame
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
-    reconciliation: DataFrame  # per table: rows read = rows used + rows rejected
+    loaded: Snapshot  # as read
+    snapshot: Snapshot  # the rows that pass the checks
 
 
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
@@ -86,7 +87,8 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         checked.rejects,
         with_movement=any(s.steps for s in runs),
         with_stale_views=any(s.stale_views() for s in runs),
-        reconciliation=validation.reconciliation(snapshot, checked),
+        loaded=snapshot,
+        snapshot=valid,
     )
 
 
@@ -136,7 +138,10 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
-        _write(output, built.reconciliation.coalesce(1), "reconciliation")
+        # Rejects counted from the written table: recounting the rules would run them all again.
+        written = spark.read.parquet(output.table("rejects"))
+        reconciled = validation.reconciliation(built.loaded, built.snapshot, written)
+        _write(output, reconciled.coalesce(1), "reconciliation")
         counted = [r.asDict() for r in spark.read.parquet(output.table("reconciliation")).collect()]
         output.publish()
     except BaseException:

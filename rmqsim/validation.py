@@ -240,13 +240,14 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
 TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
 
 
-def reconciliation(snapshot: Snapshot, checked: Checked) -> DataFrame:
-    """One row per table read: rows read, rows used and rows rejected, each counted on its own
-    (read = used + rejected is what this shows, not what it assumes)."""
-    rejected = checked.rejects.groupBy("source").agg(F.count(F.lit(1)).alias("rows_rejected"))
+def reconciliation(snapshot: Snapshot, used_tables: Snapshot, rejects: DataFrame) -> DataFrame:
+    """One row per table read: rows read (``snapshot``), rows used (``used_tables``) and rows
+    rejected (``rejects``, by source), each counted on its own: read = used + rejected is what
+    this shows, not what it assumes."""
+    rejected = rejects.groupBy("source").agg(F.count(F.lit(1)).alias("rows_rejected"))
     parts = []
     for table in TABLES:
-        read, used = getattr(snapshot, table), getattr(checked.snapshot, table)
+        read, used = getattr(snapshot, table), getattr(used_tables, table)
         if read is None:
             continue
         parts.append(
