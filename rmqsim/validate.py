@@ -28,6 +28,9 @@ from rmqsim.strategies import STRATEGIES
 log = logging.getLogger(__name__)
 
 KEYS = ["group", "topic", "broker_name", "queue_id"]
+# The diagnosis runs on the driver, per group: the worst-matching groups first, at most this many,
+# so that a fleet where every group mismatches (a wrong --strategy, say) is not collected whole.
+MAX_DIAGNOSED = 500
 
 
 @dataclass(frozen=True)
@@ -222,9 +225,16 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
         configured = {r["group"]: r["strategy"] or "AVG" for r in counts}
         flagged = [
             r["group"]
-            for r in counts
+            for r in sorted(counts, key=lambda r: (r["matched"] / max(r["queues_compared"], 1), r["group"]))
             if r["matched"] < r["queues_compared"] or r["by_ip"] or r["listed_twice"]
         ]
+        if len(flagged) > MAX_DIAGNOSED:
+            log.warning(
+                "validate: %d groups to diagnose; the %d worst-matching are, the rest report no cause",
+                len(flagged),
+                MAX_DIAGNOSED,
+            )
+            flagged = flagged[:MAX_DIAGNOSED]
         cases = _cases(observed_routes, queues, flagged, configured) if flagged else []
         found = {case.group: causes.diagnose(case) for case in cases}
     finally:

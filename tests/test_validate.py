@@ -185,3 +185,15 @@ def test_holders_known_by_ip_match_any_client_of_that_ip() -> None:
         causes.Holder(None, None), ["x@1"]
     )
     assert causes.holds(causes.Holder("x@1", "x"), ["y@1", "x@1"])
+
+
+def test_only_the_worst_matching_groups_are_diagnosed_past_the_cap(spark, tmp_path, monkeypatch) -> None:
+    # The diagnosis runs on the driver; past MAX_DIAGNOSED groups only the worst-matching get it.
+    # v5: cg_circle matches 3/5 (the worst), cg_missing 8/12; cg_pay is flagged for its shared IP.
+    monkeypatch.setattr(validate, "MAX_DIAGNOSED", 1)
+    snap = str(tmp_path / "snap")
+    importer.import_mqadmin(str(DATA / "v5"), snap, strategies={"cg_stock": "AVG_BY_CIRCLE"})
+    groups = _by_group(validate.run(spark, validate.ValidateConfig(snapshot=snap, out=str(tmp_path / "out"))))
+    assert groups["cg_circle"]["causes"] == ["unknown_strategy"]
+    assert groups["cg_missing"]["causes"] == [] and groups["cg_pay"]["causes"] == []
+    assert (groups["cg_missing"]["matched"], groups["cg_missing"]["queues_compared"]) == (8, 12)
