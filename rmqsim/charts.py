@@ -116,7 +116,7 @@ def steps_figure(steps: pd.DataFrame) -> Figure:
 
 def exposure_figure(exposure: pd.DataFrame) -> Figure:
     """Per stale_view scenario, each strategy's queues read twice and read by none
-    (results.exposure)."""
+    (the run's exposure/ table)."""
     scenarios = sorted(exposure.scenario.unique())
     fig, axes = _panels(len(scenarios), 2.6)
     for ax, scenario in zip(axes, scenarios):

@@ -90,10 +90,11 @@ def render(run: results.Run, images: Sequence[tuple[str, bytes]]) -> str:
         parts.append("<h2>Recommendation, over every scenario and phase run</h2>")
         advice = run.recommendation.sort_values("group")
         parts.append(table_html(_records(advice), report.RECOMMENDATION_COLUMNS))
-    if run.split_brain is not None:
+    if run.exposure is not None:
         parts.append("<h2>Split-brain risk: queues of the stale phase, most exposed first</h2>")
-        exposure = results.exposure(run.split_brain)
-        parts += _per_scenario(exposure, report.EXPOSURE_COLUMNS, lambda scenario, _: f"scenario {scenario}")
+        parts += _per_scenario(
+            run.exposure, report.EXPOSURE_COLUMNS, lambda scenario, _: f"scenario {scenario}"
+        )
     if images:
         parts.append("<h2>Charts</h2>")
         parts += [f"<h3>{escape(caption)}</h3>\n{image_html(png, caption)}" for caption, png in images]

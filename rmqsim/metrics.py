@@ -212,9 +212,14 @@ def split_brain(group_metrics: DataFrame) -> DataFrame:
     return group_metrics.where(F.col("stale_clients") > 0).select(*RUN, "topic", "group", *SPLIT_BRAIN)
 
 
+def most_exposed_first(exposure: DataFrame) -> DataFrame:
+    """How the exposure table reads best: per scenario, the most exposed strategy first."""
+    return exposure.orderBy("scenario", F.desc("at_risk_fraction"), "strategy")
+
+
 def exposure(split_brain: DataFrame) -> DataFrame:
     """One row per (scenario, strategy): the split-brain risk summed over the groups with stale
-    clients, the most exposed strategy first."""
+    clients (unordered: see most_exposed_first)."""
     risk = F.col("multi_owned_queues") + F.col("unassigned_queues")
     return (
         split_brain.groupBy("scenario", "strategy")
@@ -234,7 +239,6 @@ def exposure(split_brain: DataFrame) -> DataFrame:
                 (F.col("multi_owned_queues") + F.col("unassigned_queues")) / F.col("queues"),
             ),
         )
-        .orderBy("scenario", F.desc("at_risk_fraction"), "strategy")
     )
 
 

@@ -55,13 +55,13 @@ def require_run(run: str | Path) -> Path:
 @dataclass(frozen=True)
 class Run:
     """A run's small tables. Without scenarios there is no comparison or recommendation; without
-    a stale_view step, no split_brain."""
+    a stale_view step, no exposure."""
 
     path: Path
     summary: pd.DataFrame
     comparison: pd.DataFrame | None
     recommendation: pd.DataFrame | None
-    split_brain: pd.DataFrame | None
+    exposure: pd.DataFrame | None  # per (scenario, strategy), the most exposed first
 
 
 def load_run(run: str | Path) -> Run:
@@ -73,7 +73,7 @@ def load_run(run: str | Path) -> Run:
         summary,
         load_table(root, "comparison"),
         load_table(root, "recommendation"),
-        load_table(root, "split_brain"),
+        _most_exposed_first(load_table(root, "exposure")),
     )
 
 
@@ -86,22 +86,12 @@ def snapshot_summary(run: Run) -> pd.DataFrame:
     return summary.sort_values(["scenario", "phase", "strategy"]).reset_index(drop=True)
 
 
-def exposure(split_brain: pd.DataFrame) -> pd.DataFrame:
-    """metrics.exposure in pandas: per (scenario, strategy), the split-brain risk summed over the
-    (topic, group) rows of stale phases, the most exposed strategy first."""
-    summed = ["multi_owned_queues", "unassigned_queues", "multi_owned_backlog", "unassigned_backlog"]
-    risky = (split_brain.multi_owned_queues + split_brain.unassigned_queues > 0).astype("int64")
-    by = split_brain.assign(exposed=risky, queues=split_brain.queue_count).groupby(["scenario", "strategy"])
-    # min_count=1: a sum over nulls only (backlog without offsets) stays null, as in Spark.
-    out = by[["exposed", *summed, "queues"]].sum(min_count=1)
-    out.insert(0, "topic_groups", by.size())
-    at_risk = (out.multi_owned_queues + out.unassigned_queues) / out.queues
-    out["at_risk_fraction"] = at_risk.where(out.queues > 0)  # null for no queue, as in Spark
-    return (
-        out.reset_index()
-        .sort_values(["scenario", "at_risk_fraction", "strategy"], ascending=[True, False, True])
-        .reset_index(drop=True)
-    )
+def _most_exposed_first(exposure: pd.DataFrame | None) -> pd.DataFrame | None:
+    """metrics.most_exposed_first in pandas (the table is written unordered)."""
+    if exposure is None:
+        return None
+    order = exposure.sort_values(["scenario", "at_risk_fraction", "strategy"], ascending=[True, False, True])
+    return order.reset_index(drop=True)
 
 
 def moved_per_step(run: str | Path) -> pd.DataFrame | None:

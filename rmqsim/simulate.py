@@ -134,7 +134,9 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
             if with_stale_views:
                 _write(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
                 risk = metrics.exposure(spark.read.parquet(output.table("split_brain")))
-                exposed = [r.asDict() for r in risk.collect()]
+                _write(output, risk.coalesce(1), "exposure")
+                written = spark.read.parquet(output.table("exposure"))
+                exposed = [r.asDict() for r in metrics.most_exposed_first(written).collect()]
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
