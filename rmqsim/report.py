@@ -40,14 +40,12 @@ def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[s
 
 def format_summary(rows: Sequence[Mapping[str, object]]) -> str:
     """The per-strategy comparison that `rmqsim demo` and `rmqsim simulate` print."""
-    blocks = []
-    by_run: dict[tuple[object, object], list[Mapping[str, object]]] = {}
-    for row in rows:
-        by_run.setdefault((row["scenario"], row["phase"]), []).append(row)
-    for (scenario, phase), run_rows in sorted(by_run.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        blocks.append(f"scenario {scenario}, phase {phase}")
-        blocks.append(format_table(sorted(run_rows, key=lambda r: str(r["strategy"])), SUMMARY_COLUMNS))
-    return "\n".join(blocks)
+    return _titled_tables(
+        sorted(rows, key=lambda r: str(r["strategy"])),
+        lambda r: (str(r["scenario"]), r["phase"]),
+        lambda run, _: f"scenario {run[0]}, phase {run[1]}",
+        SUMMARY_COLUMNS,
+    )
 
 
 COMPARISON_COLUMNS = (
@@ -85,22 +83,30 @@ def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
 
 def format_comparison(rows: Sequence[Mapping[str, object]]) -> str:
     """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves."""
-    return _per_scenario(
+    return _titled_tables(
         sorted(rows, key=lambda r: str(r["strategy"])),
+        _scenario,
         lambda scenario, first: f"scenario {scenario}: phase 0 against phase {first.get('last_phase')}",
         COMPARISON_COLUMNS,
     )
 
 
-def _per_scenario(rows: Sequence[Mapping[str, object]], title, columns: Sequence[tuple[str, str]]) -> str:
-    """A titled table per scenario, scenarios in name order, rows in the order given."""
-    by_scenario: dict[object, list[Mapping[str, object]]] = {}
+def _scenario(row: Mapping[str, object]) -> str:
+    return str(row["scenario"])
+
+
+def _titled_tables(
+    rows: Sequence[Mapping[str, object]], key, title, columns: Sequence[tuple[str, str]]
+) -> str:
+    """A titled table per ``key`` of the rows, keys in order, rows in the order given;
+    ``title(key, first row)``."""
+    by_key: dict[object, list[Mapping[str, object]]] = {}
     for row in rows:
-        by_scenario.setdefault(row["scenario"], []).append(row)
+        by_key.setdefault(key(row), []).append(row)
     blocks = []
-    for scenario, scenario_rows in sorted(by_scenario.items(), key=lambda kv: str(kv[0])):
-        blocks.append(title(scenario, scenario_rows[0]))
-        blocks.append(format_table(scenario_rows, columns))
+    for k, key_rows in sorted(by_key.items(), key=lambda kv: kv[0]):
+        blocks.append(title(k, key_rows[0]))
+        blocks.append(format_table(key_rows, columns))
     return "\n".join(blocks)
 
 
@@ -118,8 +124,9 @@ EXPOSURE_COLUMNS = (
 
 def format_exposure(rows: Sequence[Mapping[str, object]]) -> str:
     """Per scenario with a stale_view step: each strategy's split-brain risk, most exposed first."""
-    return _per_scenario(
+    return _titled_tables(
         rows,
+        _scenario,
         lambda scenario, _: (
             f"split-brain risk, scenario {scenario}: queues of the stale phase, most exposed first"
         ),
