@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -79,3 +80,18 @@ def resolved_conf(spark: SparkSession) -> dict[str, str]:
 
 def describe_conf(conf: Mapping[str, str]) -> str:
     return "\n".join(f"  {k}={v}" for k, v in conf.items())
+
+
+@contextmanager
+def job_description(spark: SparkSession, text: str) -> Iterator[None]:
+    """Name the Spark jobs run inside: the Spark UI, its REST API and bench/profile_jobs.py show it."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext, and no local properties to set
+        yield
+        return
+    context.setJobDescription(text)
+    try:
+        yield
+    finally:
+        context.setJobDescription(None)  # type: ignore[arg-type]

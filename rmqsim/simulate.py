@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, metrics, phases, routes, scenarios, schemas, validation
+from rmqsim import allocation, metrics, phases, routes, scenarios, schemas, session, validation
 from rmqsim.config import SimulateConfig
 from rmqsim.movement import map_movement
 from rmqsim.output import RunOutput
@@ -54,7 +54,7 @@ class Staged:
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
     loaded: Snapshot  # as read
-    snapshot: Snapshot  # the rows that pass the checks
+    checked: validation.Checked  # the rows that pass the checks, cached until unpersisted
 
 
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
@@ -65,9 +65,13 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         # CONFIG lists are as long as the assignments: a run without CONFIG neither reads nor checks them.
         snapshot = replace(snapshot, queue_config=None)
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
-    valid = checked.snapshot
-    wanted = scenarios.referenced(runs)
-    scenarios.check_names(runs, phases.existing_names(valid, wanted))
+    try:
+        valid = checked.snapshot
+        wanted = scenarios.referenced(runs)
+        scenarios.check_names(runs, phases.existing_names(valid, wanted))
+    except BaseException:
+        checked.unpersist()
+        raise
     staged = phases.phased(valid, runs)
     by = phases.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
@@ -88,12 +92,13 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         with_movement=any(s.steps for s in runs),
         with_stale_views=any(s.stale_views() for s in runs),
         loaded=snapshot,
-        snapshot=valid,
+        checked=checked,
     )
 
 
 def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
-    df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
+    with session.job_description(df.sparkSession, f"rmqsim: {name}"):
+        df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
@@ -104,6 +109,10 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     staged = allocation.partition_by_group(
         built.group_routes, partitions=allocation_partitions(spark, config)
     ).persist(StorageLevel.MEMORY_AND_DISK)
+    # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
+    # each checked table on its own would cost more: one query runs their small stages at once.)
+    with session.job_description(spark, "rmqsim: check the snapshot, build routes"):
+        staged.count()
     # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
     # Cached, every output table is an explode, a filter or an aggregate of them.
     # (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)
@@ -142,7 +151,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         # Rejects counted from the written table: recounting the rules would run them all again.
         written = spark.read.parquet(output.table("rejects"))
-        reconciled = validation.reconciliation(built.loaded, built.snapshot, written)
+        reconciled = validation.reconciliation(built.loaded, built.checked.snapshot, written)
         _write(output, reconciled.coalesce(1), "reconciliation")
         counted = [r.asDict() for r in spark.read.parquet(output.table("reconciliation")).collect()]
         output.publish()
@@ -152,6 +161,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     finally:
         staged.unpersist()
         client_queues.unpersist()
+        built.checked.unpersist()
     log.info("simulate: wrote %s", output.out)
     return RunResult(
         output.out,

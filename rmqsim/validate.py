@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from rmqsim import allocation, causes, metrics, report, routes, schemas, simulate
+from rmqsim import allocation, causes, metrics, report, routes, schemas, simulate, validation
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.rejects import blank
@@ -71,15 +71,18 @@ def configured_strategies(snapshot: Snapshot) -> DataFrame:
     )
 
 
-def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame) -> DataFrame:
+def group_routes(
+    spark: SparkSession, config: ValidateConfig, groups: DataFrame
+) -> tuple[DataFrame, validation.Checked]:
     """Phase 0 routes of the observed groups, with every strategy's parameters: what both the
-    configured simulation and the diagnosis of a mismatch run on."""
+    configured simulation and the diagnosis of a mismatch run on; and the checked snapshot they
+    come from, cached until unpersisted."""
     sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
-    return (
-        simulate.build_group_routes(spark, sim)
-        .group_routes.where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
-        .join(groups, "group", "left_semi")
-    )
+    built = simulate.build_group_routes(spark, sim)
+    routes_here = built.group_routes.where(
+        (F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE)
+    ).join(groups, "group", "left_semi")
+    return routes_here, built.checked
 
 
 def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: DataFrame) -> DataFrame:
@@ -211,7 +214,8 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     groups = observed.select("group").distinct()
     strategies = configured_strategies(snapshot)
     # Small (one row per observed (topic, group)), and read twice: by the simulation and the diagnosis.
-    observed_routes = group_routes(spark, config, groups).persist()
+    observed_routes, checked = group_routes(spark, config, groups)
+    observed_routes = observed_routes.persist()
     try:
         simulated = (
             simulated_in_run(spark, config.run, strategies)
@@ -239,6 +243,7 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
         found = {case.group: causes.diagnose(case) for case in cases}
     finally:
         observed_routes.unpersist()
+        checked.unpersist()
     out_rows = []
     for r in counts:
         why = found.get(r["group"], [])

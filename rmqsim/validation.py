@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -23,6 +24,11 @@ from rmqsim.strategies import STRATEGIES
 class Checked:
     snapshot: Snapshot  # only rows that can be simulated
     rejects: DataFrame
+    marked: tuple[DataFrame, ...] = ()  # the cached tables with their reject reason
+
+    def unpersist(self) -> None:
+        for df in self.marked:
+            df.unpersist()
 
 
 def _blank_rules(*names: str) -> list[tuple[Column, str]]:
@@ -58,8 +64,13 @@ def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
     return df.join(keys.select(key, F.lit(True).alias(flag)), key, "left")
 
 
-def _split(df: DataFrame, *, source: str, columns: Sequence[str], rules) -> tuple[DataFrame, DataFrame]:
-    marked = rejects.with_reject_reason(df, rules=rules)
+def _split(
+    df: DataFrame, *, source: str, columns: Sequence[str], rules, cache: list[DataFrame]
+) -> tuple[DataFrame, DataFrame]:
+    # Cached: route building, rejects/ and reconciliation/ all read the kept or rejected rows, and
+    # recomputing the checks' windows and joins for each cost a dozen small Spark jobs apiece.
+    marked = rejects.with_reject_reason(df, rules=rules).persist(StorageLevel.MEMORY_AND_DISK)
+    cache.append(marked)
     return rejects.kept(marked).select(*columns), rejects.rejected(marked, source=source, columns=columns)
 
 
@@ -72,11 +83,15 @@ def strategy_problem(strategy: Column) -> Column:
 
 
 def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checked:
-    """Split every table into rows to simulate and reject rows; later tables see only kept rows."""
+    """Split every table into rows to simulate and reject rows; later tables see only kept rows.
+
+    The checked tables are cached until ``Checked.unpersist``."""
+    cache: list[DataFrame] = []
     brokers, bad_brokers = _split(
         snapshot.brokers,
         source="brokers",
         columns=snapshot.brokers.columns,
+        cache=cache,
         rules=[
             *_blank_rules("broker_name"),
             _repeat(
@@ -94,6 +109,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         _known(snapshot.topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
         source="topic_queues",
         columns=tq_cols,
+        cache=cache,
         rules=[
             *_blank_rules("topic", "broker_name"),
             (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
@@ -128,7 +144,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
                 strategy_problem(routes.normalised_strategy()),
             )
         )
-    groups, bad_groups = _split(ranked, source="groups", columns=group_cols, rules=group_rules)
+    groups, bad_groups = _split(ranked, source="groups", columns=group_cols, rules=group_rules, cache=cache)
 
     c_cols = snapshot.consumers.columns
     consumer_rules: list[tuple[Column, Column | str]] = [
@@ -138,7 +154,8 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
             F.concat(F.lit("topic '"), F.col("topic"), F.lit("' has no route (no topic_queues row)")),
         ),
     ]
-    known_topics = routes.topic_routes(topic_queues, brokers=brokers)
+    # Every topic with a kept topic_queues row has a route (perhaps an empty one).
+    known_topics = topic_queues.select("topic").distinct()
     consumers = _known(snapshot.consumers, known_topics, "topic", "_topic_known")
     if configured_strategies:
         # A group whose configured strategy cannot run is not simulated: its clients say why.
@@ -156,7 +173,9 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
                 ),
             )
         )
-    consumers, bad_consumers = _split(consumers, source="consumers", columns=c_cols, rules=consumer_rules)
+    consumers, bad_consumers = _split(
+        consumers, source="consumers", columns=c_cols, rules=consumer_rules, cache=cache
+    )
 
     parts = [bad_brokers, bad_tq, bad_groups, bad_consumers]
 
@@ -169,6 +188,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
             source=source,
             columns=columns or df.columns,
             rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules],
+            cache=cache,
         )
         parts.append(bad)
         return kept
@@ -234,7 +254,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         queue_config=queue_config,
         offsets=offsets,
     )
-    return Checked(checked, all_rejects)
+    return Checked(checked, all_rejects, tuple(cache))
 
 
 TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
@@ -243,22 +263,24 @@ TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_co
 def reconciliation(snapshot: Snapshot, used_tables: Snapshot, rejects: DataFrame) -> DataFrame:
     """One row per table read: rows read (``snapshot``), rows used (``used_tables``) and rows
     rejected (``rejects``, by source), each counted on its own: read = used + rejected is what
-    this shows, not what it assumes."""
-    rejected = rejects.groupBy("source").agg(F.count(F.lit(1)).alias("rows_rejected"))
-    parts = []
-    for table in TABLES:
-        read, used = getattr(snapshot, table), getattr(used_tables, table)
-        if read is None:
-            continue
-        parts.append(
-            read.agg(F.count(F.lit(1)).alias("rows_read"))
-            .crossJoin(used.agg(F.count(F.lit(1)).alias("rows_used")))
-            .select(F.lit(table).alias("table"), "rows_read", "rows_used")
-        )
+    this shows, not what it assumes. One aggregation over a union: a count per table and kind
+    would be a Spark job each."""
+    present = [t for t in TABLES if getattr(snapshot, t) is not None]
+
+    def tally(df: DataFrame, table: Column, kind: str) -> DataFrame:
+        return df.select(table.alias("table"), *[F.lit(int(k == kind)).alias(k) for k in KINDS])
+
+    parts = [tally(getattr(snapshot, t), F.lit(t), "rows_read") for t in present]
+    parts += [tally(getattr(used_tables, t), F.lit(t), "rows_used") for t in present]
+    parts.append(tally(rejects.where(F.col("source").isin(present)), F.col("source"), "rows_rejected"))
+    # A row per table even when it is empty.
+    parts.append(rejects.sparkSession.createDataFrame([(t, 0, 0, 0) for t in present], parts[0].schema))
     return (
         reduce(DataFrame.unionByName, parts)
-        .join(rejected, F.col("table") == F.col("source"), "left")
-        .select(
-            "table", "rows_read", "rows_used", F.coalesce("rows_rejected", F.lit(0)).alias("rows_rejected")
-        )
+        .groupBy("table")
+        .agg(*[F.sum(k).cast("long").alias(k) for k in KINDS])
+        .orderBy(F.array_position(F.array(*[F.lit(t) for t in TABLES]), F.col("table")))
     )
+
+
+KINDS = ("rows_read", "rows_used", "rows_rejected")

@@ -102,6 +102,7 @@ def test_rows_in_equal_rows_used_plus_rows_rejected(spark, tmp_path) -> None:
         used = getattr(checked.snapshot, table).count()
         assert rows_in == used + rejected.get(table, 0), table
     assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 4, "groups": 1, "offsets": 1}
+    checked.unpersist()
 
 
 def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
@@ -110,6 +111,7 @@ def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     reasons = {r.reason for r in checked.rejects.collect()}
     assert not any("strategy" in reason for reason in reasons)
     assert checked.snapshot.consumers.count() == 6  # good a, b; hashy h1, h2; weird w1, w2
+    checked.unpersist()
 
 
 def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_path) -> None:
