@@ -87,9 +87,8 @@ def main() -> None:
         records = [_stage_records(api, sid) for sid in j["stageIds"]]
         rin = sum(r[0] for r in records)
         rout = sum(r[1] for r in records)
-        print(
-            f"{j['jobId']:>4} {seconds:>8.2f} {stages:>6} {rin:>10} {rout:>10}  {_stage_names(api, j)[:80]}"
-        )
+        what = j.get("description") or _stage_names(api, j)
+        print(f"{j['jobId']:>4} {seconds:>8.2f} {stages:>6} {rin:>10} {rout:>10}  {what[:80]}")
     print(
         f"run {total:.2f} s, {len(jobs)} jobs covering {covered:.2f} s, outside jobs {total - covered:.2f} s"
     )
