@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import Line, check_not_failure, content_lines, error
+from rmqsim.mqadmin.lines import Line, command_output, error
 
 HEADER = ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version")
 ADDRESS = re.compile(r"^\S+:\d+$")
@@ -34,10 +34,7 @@ class ClusterList:
 
 
 def parse(text: str, *, source: str) -> ClusterList:
-    lines = content_lines(text)
-    if not lines:
-        raise error(source, None, "empty: save the output of `mqadmin clusterList`")
-    check_not_failure(source, lines, "clusterList")
+    lines = command_output(text, source=source, usage="clusterList")
     header = lines[0]
     if "#InTotalYest" in header.text:
         raise error(source, header.number, "saved with `clusterList -m`: save plain `clusterList`")

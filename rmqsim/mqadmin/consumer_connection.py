@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import check_not_failure, content_lines, error
+from rmqsim.mqadmin.lines import command_output, error
 
 BELOW = "Below is subscription:"
 OLD_CONNECTION = re.compile(r"^\d{3,}\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
@@ -61,10 +61,7 @@ class ConsumerConnection:
 
 
 def parse(text: str, *, source: str) -> ConsumerConnection:
-    lines = content_lines(text)
-    if not lines:
-        raise error(source, None, "empty: save the output of `mqadmin consumerConnection -g GROUP`")
-    check_not_failure(source, lines, "consumerConnection")
+    lines = command_output(text, source=source, usage="consumerConnection -g GROUP")
     new = lines[0].text.startswith("#ClientId")
     connections: list[Connection] = []
     subscriptions: list[Subscription] = []

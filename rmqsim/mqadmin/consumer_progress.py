@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import Line, check_not_failure, content_lines, error
+from rmqsim.mqadmin.lines import Line, command_output, error
 
 NO_HOLDER = ("N/A", "NA", "")
 FOOTER = re.compile(r"^(Consume TPS|Diff Total|Consume Diff Total|Consume Inflight Total):\s*\S+$")
@@ -44,10 +44,7 @@ class ConsumerProgress:
 
 
 def parse(text: str, *, source: str) -> ConsumerProgress:
-    lines = content_lines(text)
-    if not lines:
-        raise error(source, None, "empty: save the output of `mqadmin consumerProgress -g GROUP -s true`")
-    check_not_failure(source, lines, "consumerProgress")
+    lines = command_output(text, source=source, usage="consumerProgress -g GROUP -s true")
     header = lines[0]
     if not header.text.startswith("#Topic") or "#Broker Name" not in header.text or "#QID" not in header.text:
         found = header.text.strip()

@@ -47,8 +47,13 @@ def error(source: str, line: int | None, problem: str) -> InputError:
     return InputError(f"{source}:{line}" if line else source, None, problem)
 
 
-def check_not_failure(source: str, lines: list[Line], command: str) -> None:
-    """Raise a clear error where the file holds mqadmin's exception instead of its output."""
+def command_output(text: str, *, source: str, usage: str) -> list[Line]:
+    """The content lines of a saved ``mqadmin <usage>``; an error where there are none, or where
+    the file holds mqadmin's exception instead of its output."""
+    lines = content_lines(text)
+    if not lines:
+        raise error(source, None, f"empty: save the output of `mqadmin {usage}`")
+    command = usage.split()[0]
     for line in lines[:3]:
         match = FAILURE.match(line.text.strip())
         if match:
@@ -58,3 +63,4 @@ def check_not_failure(source: str, lines: list[Line], command: str) -> None:
                 f"mqadmin {command} failed when this was saved ({line.text.strip()}); "
                 "run it again, or remove the file",
             )
+    return lines

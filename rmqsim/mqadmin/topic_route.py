@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rmqsim.mqadmin import fastjson
-from rmqsim.mqadmin.lines import check_not_failure, content_lines, error
+from rmqsim.mqadmin.lines import command_output, error
 
 KINDS = {int: "a whole number", str: "a string", dict: "an object"}
 
@@ -41,10 +41,7 @@ class TopicRoute:
 
 
 def parse(text: str, *, source: str) -> TopicRoute:
-    lines = content_lines(text)
-    if not lines:
-        raise error(source, None, "empty: save the output of `mqadmin topicRoute -t TOPIC`")
-    check_not_failure(source, lines, "topicRoute")
+    lines = command_output(text, source=source, usage="topicRoute -t TOPIC")
     first = lines[0]
     if first.text.lstrip().startswith("#ClusterName"):
         raise error(source, first.number, "saved with `topicRoute -l`: save it without -l (the JSON)")
