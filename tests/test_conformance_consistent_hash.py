@@ -294,3 +294,17 @@ def test_random_batch_matches_the_reference_ring() -> None:
         owners = _java_owners(cid_alls[g], counts[g], [_mq(topics[g], *q) for q in mq_alls[g]])
         cid = batch.client_ids[callers.client[k]]
         assert got[k] == [q for q, owner in zip(mq_alls[g], owners) if owner == cid], (g, cid)
+
+
+def test_unpaired_surrogate_hashes_as_javas_question_mark() -> None:
+    # Java's getBytes() writes "?" for a lone surrogate, so "a\ud800" puts its virtual nodes where
+    # "a?" would: the same ring, and the same queues for the first client and for "b".
+    mq_all = [("broker-a", i) for i in range(16)]
+    owned = []
+    for odd in ("a\ud800", "a?"):
+        batch = GroupBatch.from_lists(["T"], [mq_all], [[odd, "b"]], {})
+        callers = distinct_callers(batch)
+        allocation, _ = allocate(STRATEGY, batch, callers)
+        owned.append(sorted(zip(allocation.caller.tolist(), allocation.queue.tolist())))
+    assert owned[0] == owned[1]
+    assert {c for c, _ in owned[0]} == {0, 1}  # both clients own queues: the case can tell them apart
