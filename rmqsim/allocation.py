@@ -25,12 +25,14 @@ from rmqsim import schemas, skew
 from rmqsim import strategies as registry
 from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers, lag_balanced, sticky
 from rmqsim.strategies.batch import (
+    _offsets,
     as_objects,
     batch_client_codes,
     concat_allocations,
     duplicate_client_counts,
     take,
 )
+from rmqsim.strategies.config import ConfigLists
 
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
 OWNED_ARROW = CLIENT_QUEUES_ARROW.field("owned").type
@@ -71,17 +73,26 @@ def _objects(values: list) -> np.ndarray:
     return out
 
 
-def _config_lists(rows: pa.RecordBatch, client_offsets: np.ndarray) -> np.ndarray:
-    """Each flat client's CONFIG list as [(broker_name, queue_id), ...], or None.
+def _config_lists(rows: pa.RecordBatch, client_offsets: np.ndarray) -> ConfigLists:
+    """Each flat client's CONFIG list, flat and in Arrow.
 
-    A row whose ``client_configs`` is null (no queue_config table) gives all its clients None."""
-    out = np.full(client_offsets[-1], None, dtype=object)
-    valid = pc.is_valid(rows.column("client_configs")).to_numpy(zero_copy_only=False)
-    configs = _list_column(rows, "client_configs")[1].to_pylist()  # a null row adds nothing
-    out[np.repeat(valid, np.diff(client_offsets))] = _objects(
-        [None if c is None else [(q["broker_name"], q["queue_id"]) for q in c] for c in configs]
+    A row whose ``client_configs`` is null (no queue_config table) gives all its clients null lists."""
+    column = rows.column("client_configs")
+    valid = np.repeat(pc.is_valid(column).to_numpy(zero_copy_only=False), np.diff(client_offsets))
+    per_client = pc.list_flatten(column)  # one list per client of a row that has them
+    if len(per_client) != valid.sum():
+        raise ValueError("client_configs must hold one list per client id")
+    lengths = np.zeros(len(valid), dtype=np.int64)
+    lengths[valid] = pc.fill_null(pc.list_value_length(per_client), 0).to_numpy()
+    null = np.ones(len(valid), dtype=bool)
+    null[valid] = per_client.is_null().to_numpy(zero_copy_only=False)
+    entries = pc.list_flatten(per_client)
+    return ConfigLists(
+        offsets=_offsets(lengths),
+        broker=pc.struct_field(entries, "broker_name"),
+        queue_id=pc.fill_null(pc.struct_field(entries, "queue_id"), -1).to_numpy().astype(np.int64),
+        null=null,
     )
-    return out
 
 
 def to_batch(rows: pa.RecordBatch) -> GroupBatch:

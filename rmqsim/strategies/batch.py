@@ -47,7 +47,8 @@ class GroupBatch:
     - ``consumer_idcs`` (object: list of str, or None): MACHINE_ROOM's rooms;
     - ``inner_strategy`` (object: "AVG" or "AVG_BY_CIRCLE"): MACHINE_ROOM_NEARBY's inner strategy;
     - ``queue_room``, ``client_room`` (object: str or None): MACHINE_ROOM_NEARBY's resolved rooms;
-    - ``client_config`` (object: list of (broker, queue_id), or None): CONFIG's configured list.
+    - ``client_config`` (config.ConfigLists, or object: list of (broker, queue_id), or None):
+      CONFIG's configured list.
     """
 
     topics: Strings

@@ -9,18 +9,43 @@ returned (its ``queue`` index is -1).
 
 from __future__ import annotations
 
-from itertools import chain
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, _offsets, take
 
 NAME = "CONFIG"
 
 _I64 = np.int64
+
+
+@dataclass(frozen=True)
+class ConfigLists:
+    """Every flat client's configured list, flat: client i's entries are
+    ``broker[offsets[i]:offsets[i + 1]]`` with ``queue_id`` alongside, and ``null[i]`` where its
+    list is null. From a Spark batch the brokers stay Arrow: a million configured queues as Python
+    tuples cost more than the rest of the stage."""
+
+    offsets: np.ndarray
+    broker: Strings
+    queue_id: np.ndarray
+    null: np.ndarray
+
+    @staticmethod
+    def from_lists(lists: Sequence[Sequence[tuple[str, int]] | None]) -> ConfigLists:
+        """From one list of (broker, queue_id) pairs, or None, per flat client (tests, records)."""
+        pairs = [pair for configured in lists if configured is not None for pair in configured]
+        return ConfigLists(
+            offsets=_offsets(np.array([0 if c is None else len(c) for c in lists], dtype=_I64)),
+            broker=np.array([b for b, _ in pairs], dtype=object),
+            queue_id=np.array([q for _, q in pairs], dtype=_I64),
+            null=np.array([c is None for c in lists], dtype=bool),
+        )
 
 
 def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
@@ -29,29 +54,32 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     except KeyError:
         # An absent parameter would otherwise look like every client returning null.
         raise KeyError("CONFIG needs batch.params['client_config'], one list per flat client") from None
-    lists = config[callers.client]
-    null = np.fromiter((c is None for c in lists), dtype=bool, count=len(lists))
-    lengths = np.fromiter((0 if c is None else len(c) for c in lists), dtype=_I64, count=len(lists))
-    pairs = np.array(list(chain.from_iterable(c for c in lists if c is not None)), dtype=object)
-    pairs = pairs.reshape(-1, 2)  # also gives (0, 2) when nothing is configured
-    broker = pairs[:, 0]
-    queue_id = pairs[:, 1].astype(_I64)
+    lists = config if isinstance(config, ConfigLists) else ConfigLists.from_lists(config)
+    null = lists.null[callers.client]
+    lengths = np.where(null, 0, np.diff(lists.offsets)[callers.client])
     caller = np.repeat(np.arange(len(callers), dtype=_I64), lengths)
-    group = np.repeat(callers.group.astype(_I64), lengths)
-    queue = _mq_all_index(batch, group, broker, queue_id)
+    within = np.arange(len(caller), dtype=_I64) - np.repeat(_offsets(lengths)[:-1], lengths)
+    entry = np.repeat(lists.offsets[callers.client], lengths) + within
+    broker = take(lists.broker, entry)
+    queue_id = lists.queue_id[entry].astype(_I64)
+    queue = _mq_all_index(batch, callers.group[caller], broker, queue_id)
     return Allocation(caller, queue, broker, queue_id, null)
 
 
-def _mq_all_index(
-    batch: GroupBatch, group: np.ndarray, broker: np.ndarray, queue_id: np.ndarray
-) -> np.ndarray:
+def _mq_all_index(batch: GroupBatch, group: np.ndarray, broker: Strings, queue_id: np.ndarray) -> np.ndarray:
     """The flat mqAll index of each (group, broker, queue_id), -1 where the group has no such queue."""
     out = np.full(len(group), -1, dtype=_I64)
     if len(group) == 0 or len(batch.queue_id) == 0:
         return out
     # Broker codes from the configured names only: an mqAll broker that no client configured can
     # match nothing, and Arrow names are coded without becoming Python strings.
-    names = pd.Index(pd.unique(broker))
+    if isinstance(broker, pa.Array):
+        encoded = pc.dictionary_encode(broker)
+        names = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False))
+        broker_code = pc.fill_null(encoded.indices, -1).to_numpy().astype(_I64)
+    else:
+        names = pd.Index(pd.unique(broker))
+        broker_code = names.get_indexer(broker)
     if isinstance(batch.queue_broker, pa.Array):
         code = pc.fill_null(
             pc.index_in(batch.queue_broker, value_set=pa.array(names.to_numpy(), pa.string())), -1
@@ -65,7 +93,7 @@ def _mq_all_index(
     # queue listed twice in mqAll simply maps to its first copy: get_indexer needs unique keys.
     first = ~mq_keys.duplicated(keep="first")
     mq_keys, flat = mq_keys[first], flat[first]
-    position = mq_keys.get_indexer(pd.MultiIndex.from_arrays([group, names.get_indexer(broker), queue_id]))
+    position = mq_keys.get_indexer(pd.MultiIndex.from_arrays([group, broker_code, queue_id]))
     found = position >= 0
     out[found] = flat[position[found]]
     return out
