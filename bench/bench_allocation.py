@@ -26,11 +26,19 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench_simulate import MASTER, ensure_snapshot, floor_job, snapshot_dir, timed
+from bench_simulate import (
+    MASTER,
+    ensure_snapshot,
+    floor_job,
+    local_conf,
+    snapshot_dir,
+    timed,
+    write_assignments,
+)
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, config, metrics, session, simulate
+from rmqsim import allocation, config, session, simulate
 
 
 def stage_job(
@@ -44,9 +52,7 @@ def stage_job(
         if key:
             spark.conf.set(key, value)
         try:
-            metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
-                *simulate.PARTITIONED_BY
-            ).parquet(str(out))
+            write_assignments(staged, out)
         finally:
             if key and before is None:
                 spark.conf.unset(key)
@@ -69,7 +75,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--strategies", default="AVG,AVG_BY_CIRCLE", help="comma-separated, or all")
-    p.add_argument("--workdir", type=Path, default=Path("bench/data"))
+    p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     p.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
     )
@@ -90,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     snapshot = snapshot_dir(workdir, args.rows, args.seed)
     if ensure_snapshot(snapshot, args.rows, args.seed):  # before Spark starts: both want the 2 cores
         print(f"generated {snapshot}")
-    spark_conf = {**config.load_profile("local").conf, **dict(c.split("=", 1) for c in args.conf)}
+    spark_conf = local_conf(args.conf)
     spark = session.build_session(app_name="rmqsim-bench-allocation", master=MASTER, conf=spark_conf)
     out, floor_out = workdir / "allocation-out", workdir / "allocation-floor"
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)

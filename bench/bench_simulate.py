@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from rmqsim import allocation, config, generate, metrics, session, simulate
 
@@ -99,15 +99,26 @@ def assignments_only_job(
         try:
             staged.count()
             routed = time.perf_counter()
-            metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
-                *simulate.PARTITIONED_BY
-            ).parquet(str(out))
+            write_assignments(staged, out)
             return routed - start, time.perf_counter() - routed
         finally:
             staged.unpersist()
             built.checked.unpersist()
 
     return job
+
+
+def write_assignments(staged: DataFrame, out: Path) -> None:
+    """The allocation stage as simulate runs it: the Python pass over the cached routes, the
+    explode of the owned lists and the partitioned write of the assignments table."""
+    metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
+        *simulate.PARTITIONED_BY
+    ).parquet(str(out))
+
+
+def local_conf(overrides: Sequence[str]) -> dict[str, str]:
+    """The local profile's Spark settings, with ``KEY=VALUE`` overrides."""
+    return {**config.load_profile("local").conf, **dict(c.split("=", 1) for c in overrides)}
 
 
 def floor_job(spark: SparkSession, source: Path, dest: Path) -> Job:
@@ -225,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if ensure_snapshot(snapshot, args.rows, args.seed):
         print(f"generated {snapshot}")
 
-    spark_conf = {**config.load_profile("local").conf, **dict(c.split("=", 1) for c in args.conf)}
+    spark_conf = local_conf(args.conf)
     spark = session.build_session(app_name="rmqsim-bench", master=MASTER, conf=spark_conf)
     sets = [(s,) for s in args.strategies] if args.each else [args.strategies]
     try:

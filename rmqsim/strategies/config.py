@@ -61,7 +61,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     within = np.arange(len(caller), dtype=_I64) - np.repeat(_offsets(lengths)[:-1], lengths)
     entry = np.repeat(lists.offsets[callers.client], lengths) + within
     broker = take(lists.broker, entry)
-    queue_id = lists.queue_id[entry].astype(_I64)
+    queue_id = lists.queue_id[entry]
     queue = _mq_all_index(batch, callers.group[caller], broker, queue_id)
     return Allocation(caller, queue, broker, queue_id, null)
 
