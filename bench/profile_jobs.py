@@ -56,10 +56,12 @@ def main() -> None:
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     p.add_argument("--scenarios", help="scenarios file (bench_scenario.py writes one)")
+    p.add_argument("--snapshot", type=Path, help="a snapshot directory instead of the generated fleet")
     p.add_argument("--no-warm-up", action="store_true", help="profile the first run")
     args = p.parse_args()
-    snapshot = snapshot_dir(args.workdir, args.rows, args.seed)
-    ensure_snapshot(snapshot, args.rows, args.seed)
+    snapshot = args.snapshot or snapshot_dir(args.workdir, args.rows, args.seed)
+    if not args.snapshot:
+        ensure_snapshot(snapshot, args.rows, args.seed)
 
     conf = {**config.load_profile("local").conf, "spark.ui.enabled": "true"}
     spark = session.build_session(app_name="rmqsim-profile", master=MASTER, conf=conf)

@@ -493,7 +493,8 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
 
 
 def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Re-cut batches sorted by (scenario, group) so that no group spans two of them.
+    """Re-cut batches whose groups are contiguous (sorted by (scenario, group) within a Spark
+    partition) so that no group spans two of them.
 
     Spark cuts Arrow batches at a fixed row count; a group's rows (every topic of every phase)
     that straddle a cut are held back and prepended to the next batch (a partition never splits
@@ -507,7 +508,7 @@ def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             pc.equal(rb.column("scenario"), rb.column("scenario")[-1]),
             pc.equal(rb.column("group"), rb.column("group")[-1]),
         )
-        cut = rb.num_rows - pc.sum(same).as_py()  # sorted: the last group's rows come last
+        cut = rb.num_rows - pc.sum(same).as_py()  # contiguous: the last group's rows come last
         if cut > 0:
             yield _concat([*pending, rb.slice(0, cut)])
             pending = [rb.slice(cut)]
@@ -539,6 +540,20 @@ def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame
     tasks than there are cores; contiguous, so whole_groups can hand each group whole to Python.
     """
     return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "phase", "topic")
+
+
+# Route rows per Python task below which a run uses fewer tasks than partition_by_group made.
+ROUTES_PER_TASK = 4096
+
+
+def python_tasks(route_rows: int, partitions: int) -> int:
+    """Python tasks for ``route_rows`` routes: ``partitions``, or fewer for a small fleet.
+
+    Every task writes a file into each (scenario, strategy) directory of every output table; on
+    a sample-sized fleet those tiny files, not the allocation, are the cost of a run. Fewer tasks
+    come from coalescing partition_by_group's partitions, which keeps each group's rows whole and
+    contiguous, all whole_groups needs."""
+    return max(1, min(partitions, -(-route_rows // ROUTES_PER_TASK)))
 
 
 def client_queues(group_routes: DataFrame) -> DataFrame:

@@ -51,7 +51,11 @@ def parser() -> argparse.ArgumentParser:
         choices=["overwrite", "error"],
         help="what to do when --out exists (default: overwrite)",
     )
-    sim.add_argument("--partitions", type=int, help="Python tasks of the allocation stage")
+    sim.add_argument(
+        "--partitions",
+        type=int,
+        help="Python tasks of the allocation stage (default: 2 per core, fewer for a small fleet)",
+    )
     _spark_args(sim)
 
     rep = sub.add_parser(

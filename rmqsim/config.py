@@ -92,7 +92,8 @@ class SimulateConfig:
     strategies: tuple[str, ...] | None = None  # None: each group's configured strategy
     scenarios: str | None = None
     mode: str = "overwrite"
-    partitions: int | None = None  # Python tasks of the allocation stage; default 2 per core
+    # Python tasks of the allocation stage; default 2 per core, fewer for a small fleet.
+    partitions: int | None = None
 
     def describe(self) -> str:
         strategies = "configured" if self.strategies is None else ",".join(self.strategies)

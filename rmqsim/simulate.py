@@ -106,17 +106,20 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     output = RunOutput(config.out, mode=config.mode)
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
-    staged = allocation.partition_by_group(
-        built.group_routes, partitions=allocation_partitions(spark, config)
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = allocation_partitions(spark, config)
+    staged = allocation.partition_by_group(built.group_routes, partitions=partitions).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
     # each checked table on its own would cost more: one query runs their small stages at once.)
     with session.job_description(spark, "rmqsim: check the snapshot, build routes"):
-        staged.count()
+        route_rows = staged.count()
+    tasks = config.partitions or allocation.python_tasks(route_rows, partitions)
+    routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
     # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
     # Cached, every output table is an explode, a filter or an aggregate of them.
     # (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)
-    client_queues = allocation.client_queues(staged).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    client_queues = allocation.client_queues(routes_in).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     try:
         _write(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
         group_metrics = metrics.group_metrics(client_queues)
@@ -129,7 +132,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         exposed: list[dict] = []
         if with_movement:
             # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
-            movement = staged.mapInArrow(map_movement, schemas.MOVEMENT)
+            movement = routes_in.mapInArrow(map_movement, schemas.MOVEMENT)
             _write(output, movement, "movement", *PARTITIONED_BY)
             written = metrics.scenario_comparison(
                 spark.read.parquet(output.table("summary")), spark.read.parquet(output.table("movement"))

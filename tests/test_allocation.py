@@ -129,6 +129,31 @@ def test_whole_groups_never_splits_a_group_across_batches() -> None:
         seen |= set(g)
 
 
+def test_whole_groups_takes_contiguous_groups_in_any_order() -> None:
+    # Two coalesced partitions, each sorted: g2, g3 then g1. Contiguous is enough.
+    rows = _routes(
+        [
+            ("AVG", f"t{i}", g, ["b"], [1], ["c"])
+            for g, n in (("g2", 2), ("g3", 3), ("g1", 2))
+            for i in range(n)
+        ]
+    )
+    from rmqsim.allocation import whole_groups
+
+    cuts = [rows.slice(0, 3), rows.slice(3, 3), rows.slice(6, 1)]  # g2 g2 g3 | g3 g3 g1 | g1
+    batches = [b.column("group").to_pylist() for b in whole_groups(iter(cuts))]
+    assert batches == [["g2", "g2"], ["g3", "g3", "g3"], ["g1", "g1"]]
+
+
+def test_a_small_fleet_runs_on_fewer_python_tasks() -> None:
+    from rmqsim.allocation import ROUTES_PER_TASK, python_tasks
+
+    assert python_tasks(22_630, 4) == 4  # the 1M-assignment bench fleet keeps 2 tasks per core
+    assert python_tasks(150, 4) == 1  # the bundled sample: one task, one file per directory
+    assert python_tasks(ROUTES_PER_TASK + 1, 4) == 2
+    assert python_tasks(0, 4) == 1
+
+
 def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
     # Two topics of 5 queues, clients a and b: AVG gives a 3 + 3, b 2 + 2.
     pdf = client_queue_rows(
