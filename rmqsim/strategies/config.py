@@ -57,9 +57,9 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     lists = config if isinstance(config, ConfigLists) else ConfigLists.from_lists(config)
     null = lists.null[callers.client]
     lengths = np.where(null, 0, np.diff(lists.offsets)[callers.client])
-    caller = np.repeat(np.arange(len(callers), dtype=_I64), lengths)
-    within = np.arange(len(caller), dtype=_I64) - np.repeat(_offsets(lengths)[:-1], lengths)
-    entry = np.repeat(lists.offsets[callers.client], lengths) + within
+    # Caller k's entries are the run of its list in the flat arrays: from_runs' arithmetic.
+    runs = Allocation.from_runs(lists.offsets[callers.client], lengths)
+    caller, entry = runs.caller, runs.queue
     broker = take(lists.broker, entry)
     queue_id = lists.queue_id[entry]
     queue = _mq_all_index(batch, callers.group[caller], broker, queue_id)
