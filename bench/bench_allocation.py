@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
     built = simulate.build_group_routes(spark, cfg)
     staged = allocation.partition_by_group(
-        built.group_routes, partitions=simulate.allocation_partitions(spark, cfg)
+        built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         routes = staged.count()

@@ -94,7 +94,7 @@ def assignments_only_job(
         start = time.perf_counter()
         built = simulate.build_group_routes(spark, cfg)
         staged = allocation.partition_by_group(
-            built.group_routes, partitions=simulate.allocation_partitions(spark, cfg)
+            built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
         ).persist()
         try:
             staged.count()

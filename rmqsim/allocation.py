@@ -11,7 +11,7 @@ tests call them without Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -526,20 +526,47 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for rows in whole_groups(batches):
-        yield from client_queue_batches(rows)
+        yield from client_queue_batches(with_absent_columns(rows))
+
+
+# Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
+# none, the column is null on every row and is left out of the allocation stage's input: in
+# bench/, converting four all-null columns to Arrow cost more than all the others together.
+OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase")
+GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
+
+
+def with_absent_columns(rows: pa.RecordBatch) -> pa.RecordBatch:
+    """``rows`` with every GROUP_ROUTES column it lacks (see partition_by_group) as nulls."""
+    if rows.num_columns == len(GROUP_ROUTES_ARROW):
+        return rows
+    present = set(rows.schema.names)
+    columns = [
+        rows.column(f.name) if f.name in present else pa.nulls(rows.num_rows, f.type)
+        for f in GROUP_ROUTES_ARROW
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=GROUP_ROUTES_ARROW)
 
 
 GROUP_KEY = ("scenario", "group")
 
 
-def partition_by_group(group_routes: DataFrame, *, partitions: int) -> DataFrame:
+def partition_by_group(group_routes: DataFrame, *, partitions: int, absent: Sequence[str] = ()) -> DataFrame:
     """All topics and phases of a group in one partition, contiguous, over a fixed number of
     Python tasks: a client's load sums over its topics, and movement compares phases.
 
     A fixed count, because adaptive execution would coalesce the small route rows onto fewer
     tasks than there are cores; contiguous, so whole_groups can hand each group whole to Python.
+    ``absent``: OPTIONAL columns null on every row of the run, dropped (with_absent_columns
+    puts them back as nulls in Python).
     """
-    return group_routes.repartition(partitions, *GROUP_KEY).sortWithinPartitions(*GROUP_KEY, "phase", "topic")
+    if not set(absent) <= set(OPTIONAL):
+        raise ValueError(f"only {OPTIONAL} may be left out, not {sorted(set(absent) - set(OPTIONAL))}")
+    return (
+        group_routes.drop(*absent)
+        .repartition(partitions, *GROUP_KEY)
+        .sortWithinPartitions(*GROUP_KEY, "phase", "topic")
+    )
 
 
 # Route rows per Python task below which a run uses fewer tasks than partition_by_group made.

@@ -40,6 +40,7 @@ from rmqsim.allocation import (
     row_codes,
     rows_by_strategy,
     whole_groups,
+    with_absent_columns,
 )
 from rmqsim.strategies.batch import as_objects, distinct_callers, factorize
 
@@ -229,7 +230,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
 
 def map_movement(batches):
     for rows in whole_groups(batches):
-        yield from movement_batches(rows)
+        yield from movement_batches(with_absent_columns(rows))
 
 
 def _bounds(

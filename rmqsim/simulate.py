@@ -55,6 +55,7 @@ class Staged:
     with_stale_views: bool
     loaded: Snapshot  # as read
     checked: validation.Checked  # the rows that pass the checks, cached until unpersisted
+    absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
 
 
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
@@ -79,13 +80,20 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
     )
     last_phase = {s.name: s.last_phase for s in runs}
+    stale_views = phases.stale_views(valid, runs)
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
         last_phase=last_phase,
         offsets=staged.offsets,
-        stale_views=phases.stale_views(valid, runs),
+        stale_views=stale_views,
     )
+    absent = {
+        "backlogs": staged.offsets is None,
+        "client_configs": staged.queue_config is None,
+        "stale_clients": stale_views is None,
+        "view_phase": stale_views is None,
+    }
     return Staged(
         group_routes,
         checked.rejects,
@@ -93,6 +101,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         with_stale_views=any(s.stale_views() for s in runs),
         loaded=snapshot,
         checked=checked,
+        absent=tuple(c for c, none in absent.items() if none),
     )
 
 
@@ -107,9 +116,9 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     partitions = allocation_partitions(spark, config)
-    staged = allocation.partition_by_group(built.group_routes, partitions=partitions).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
+    staged = allocation.partition_by_group(
+        built.group_routes, partitions=partitions, absent=built.absent
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
     # each checked table on its own would cost more: one query runs their small stages at once.)
     with session.job_description(spark, "rmqsim: check the snapshot, build routes"):

@@ -7,7 +7,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
-from rmqsim.allocation import client_queue_batches
+from rmqsim.allocation import OPTIONAL, client_queue_batches, map_client_queues, with_absent_columns
 
 
 def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
@@ -220,3 +220,21 @@ def test_backlog_per_client_and_its_skew_from_offsets() -> None:
     assert (g.stddev_backlog, g.backlog_max_over_mean) == (30.0, 1.5)
     assert got.client_backlog.to_dict()["y"] == 90
     assert np.isnan(got.loc["z"].backlog) and np.isnan(got.loc["z"].client_backlog)  # unknown, not 0
+
+
+def test_optional_columns_left_out_of_the_input_change_no_output() -> None:
+    # A run without offsets, CONFIG lists or stale views ships its routes without those columns:
+    # the client rows must be exactly those of the same routes with the columns present and null.
+    rows = _routes(
+        [
+            ("AVG", "t", "g", ["b0", "b1"], [3, 2], ["x", "y", "z"]),
+            ("AVG_BY_CIRCLE", "u", "h", ["b"], [4], ["w"]),
+        ]
+    )
+    at = rows.schema.get_field_index("client_configs")  # null for the row, as without queue_config
+    rows = rows.set_column(at, "client_configs", pa.nulls(2, rows.schema.field(at).type))
+    shipped = rows.drop_columns(list(OPTIONAL))
+    assert with_absent_columns(shipped).equals(rows)
+    full = pa.Table.from_batches(list(map_client_queues(iter([rows]))))
+    lean = pa.Table.from_batches(list(map_client_queues(iter([shipped]))))
+    assert full.num_rows == 4 and lean.equals(full)  # x, y, z and w

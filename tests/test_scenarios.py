@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
-from rmqsim import cli, scenarios, simulate
+from rmqsim import allocation, cli, config, scenarios, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from tests.conftest import make_snapshot, queue_rows
@@ -253,3 +254,30 @@ def test_cli_exit_code_2_names_the_scenario_and_step(tmp_path, capsys) -> None:
     )
     assert code == 2
     assert "scenario 'bad', step 1" in capsys.readouterr().err
+
+
+def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tmp_path) -> None:
+    # No offsets, no queue_config, no stale views: all four optional columns are absent, and they
+    # are indeed null on every row. The sample with its scenarios has data for each: none is absent.
+    bare = make_snapshot(
+        tmp_path / "bare",
+        brokers=BROKERS,
+        topic_queues=queue_rows("orders", {"broker-a": 4}),
+        consumers=[{"group": "g", "topic": "orders", "client_id": "c1"}],
+    )
+    built = simulate.build_group_routes(spark, SimulateConfig(bare, str(tmp_path / "o")))
+    try:
+        assert set(built.absent) == set(allocation.OPTIONAL)
+        nulls = built.group_routes.select([F.max(F.col(c).isNotNull().cast("int")) for c in built.absent])
+        assert list(nulls.first()) == [0] * len(built.absent)
+    finally:
+        built.checked.unpersist()
+    sample = SimulateConfig(
+        str(config.sample_snapshot()),
+        str(tmp_path / "o"),
+        strategies=config.parse_strategies("all"),
+        scenarios=str(config.sample_scenarios()),
+    )
+    built = simulate.build_group_routes(spark, sample)
+    built.checked.unpersist()
+    assert built.absent == ()
