@@ -10,6 +10,7 @@ input batches, without Spark:
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from rmqsim import schemas
 from rmqsim.allocation import client_queue_batches
 from rmqsim.strategies import STRATEGIES
+from rmqsim.strategies.config import _first_match
 
 ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
 ROOMS = ("hz-a", "hz-b")
@@ -104,3 +106,22 @@ def test_the_answer_does_not_depend_on_the_order_of_rows_in_a_batch(rows: list[d
     shuffled = list(rows)
     random.shuffle(shuffled)
     assert _owned(shuffled) == _owned(rows)
+
+
+_key = st.integers(min_value=0, max_value=5)
+_big = st.sampled_from([0, 1, 2**60, 2**60 + 1])  # spans whose product overflows int64 codes
+
+
+@given(
+    keys=st.lists(st.tuples(_key, _key, _key | _big), max_size=30),
+    queries=st.lists(st.tuples(_key | st.just(-1), _key, _key | _big | st.just(-1)), max_size=30),
+)
+@settings(max_examples=200, deadline=None)
+def test_config_finds_the_first_equal_mq_all_entry_of_each_configured_queue(keys, queries) -> None:
+    # A dict of first positions is the obvious answer; -1 (a null) never matches.
+    first: dict[tuple[int, ...], int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    expected = [first.get(q, -1) for q in queries]
+    columns = lambda rows: tuple(np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))  # noqa: E731
+    assert list(_first_match(columns(keys), columns(queries))) == expected

@@ -88,12 +88,39 @@ def _mq_all_index(batch: GroupBatch, group: np.ndarray, broker: Strings, queue_i
     else:
         mq_code = names.get_indexer(batch.queue_broker).astype(_I64)
     flat = np.flatnonzero(mq_code >= 0)
-    mq_keys = pd.MultiIndex.from_arrays([batch.queue_group[flat], mq_code[flat], batch.queue_id[flat]])
     # Java never looks a configured queue up in mqAll (the simulator does, to count owners), so a
-    # queue listed twice in mqAll simply maps to its first copy: get_indexer needs unique keys.
-    first = ~mq_keys.duplicated(keep="first")
-    mq_keys, flat = mq_keys[first], flat[first]
-    position = mq_keys.get_indexer(pd.MultiIndex.from_arrays([group, broker_code, queue_id]))
+    # queue listed twice in mqAll simply maps to its first copy.
+    position = _first_match(
+        (batch.queue_group[flat], mq_code[flat], batch.queue_id[flat]), (group, broker_code, queue_id)
+    )
     found = position >= 0
     out[found] = flat[position[found]]
+    return out
+
+
+def _first_match(keys: tuple[np.ndarray, ...], queries: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Per query (a tuple of non-negative integer columns, -1 for none), the position of the first
+    equal key, -1 where none: one int64 code per tuple, a stable sort and a binary search."""
+    out = np.full(len(queries[0]), -1, dtype=_I64)
+    if len(keys[0]) == 0:
+        return out
+    spans = [int(k.max()) + 1 for k in keys]
+    if np.prod(np.array(spans, dtype=float)) >= 2.0**62:  # codes would overflow: compare as tuples
+        index = pd.MultiIndex.from_arrays(keys)
+        first = ~index.duplicated(keep="first")
+        at = index[first].get_indexer(pd.MultiIndex.from_arrays(queries))
+        return np.where(at >= 0, np.flatnonzero(first)[np.maximum(at, 0)], -1)
+    code, query, valid = np.zeros(len(keys[0]), _I64), np.zeros(len(out), _I64), np.ones(len(out), bool)
+    for k, q, span in zip(keys, queries, spans):
+        code = code * span + k
+        valid &= (q >= 0) & (q < span)
+        query = query * span + np.where(valid, q, 0)
+    order = np.argsort(code, kind="stable")  # equal codes keep their order: the first comes first
+    sorted_code = code[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = sorted_code[1:] != sorted_code[:-1]
+    sorted_code, order = sorted_code[first], order[first]
+    at = np.minimum(np.searchsorted(sorted_code, query), len(sorted_code) - 1)
+    hit = valid & (sorted_code[at] == query)
+    out[hit] = order[at[hit]]
     return out
