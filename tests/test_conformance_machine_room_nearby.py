@@ -161,10 +161,18 @@ def test_java_split_semantics() -> None:
 # --- hand-worked ---------------------------------------------------------------------------------
 
 
-def _run(mq_alls, cid_alls, queue_rooms, client_rooms, inners) -> list[dict[str, list[tuple[str, int]]]]:
+def _strings(arrow: bool):
+    return (lambda v: pa.array(v, pa.string())) if arrow else (lambda v: np.array(v, dtype=object))
+
+
+def _run(
+    mq_alls, cid_alls, queue_rooms, client_rooms, inners, arrow: bool = False
+) -> list[dict[str, list[tuple[str, int]]]]:
+    """Rooms as Python objects (records) or, with ``arrow``, as Arrow strings (the allocation stage)."""
+    strings = _strings(arrow)
     params = {
-        "queue_room": np.array([r for rooms in queue_rooms for r in rooms], dtype=object),
-        "client_room": np.array([r for rooms in client_rooms for r in rooms], dtype=object),
+        "queue_room": strings([r for rooms in queue_rooms for r in rooms]),
+        "client_room": strings([r for rooms in client_rooms for r in rooms]),
         "inner_strategy": np.array(inners, dtype=object),
     }
     batch = GroupBatch.from_lists(["t"] * len(mq_alls), mq_alls, cid_alls, params)
@@ -191,7 +199,8 @@ def test_every_orphan_room_restarts_from_the_first_client() -> None:
     assert got[1] == {"c0": [("a", 0), ("a", 2), ("b", 0), ("b", 2)], "c1": [("a", 1), ("b", 1)]}
 
 
-def test_own_room_first_then_orphan_rooms_in_java_order() -> None:
+@pytest.mark.parametrize("arrow", [False, True], ids=["objects", "arrow"])
+def test_own_room_first_then_orphan_rooms_in_java_order(arrow) -> None:
     # c0 sits in room "z" with broker z's 2 queues; rooms "\uff21" (fullwidth A) and "\U0001f600"
     # (an emoji) have no consumer. Java's TreeMap orders rooms by UTF-16 code units, where the
     # emoji's surrogate 0xD83D comes before 0xFF21 (code-point order says the opposite). So c0
@@ -199,18 +208,21 @@ def test_own_room_first_then_orphan_rooms_in_java_order() -> None:
     # the fullwidth room's broker first.
     mq_all = [("f", 0), ("e", 0), ("z", 0), ("z", 1)]
     rooms = ["\uff21", "\U0001f600", "z", "z"]
-    got = _run([mq_all], [["c0"]], [rooms], [["z"]], ["AVG"])
+    got = _run([mq_all], [["c0"]], [rooms], [["z"]], ["AVG"], arrow=arrow)
     assert got[0] == {"c0": [("z", 0), ("z", 1), ("e", 0), ("f", 0)]}
 
 
-def test_room_errors_fail_the_whole_group_but_not_outsiders() -> None:
+@pytest.mark.parametrize("arrow", [False, True], ids=["objects", "arrow"])
+def test_room_errors_fail_the_whole_group_but_not_outsiders(arrow) -> None:
     # Java groups all of mqAll by room before all of cidAll, so where both hold an unresolved room
     # the queue's message wins (no vector has both). A caller that is not in cidAll returned []
-    # before resolving anything, so it gets no error; the other group is untouched.
+    # before resolving anything, so it gets no error; the other group is untouched. Rooms come
+    # as Python objects (records) or as Arrow strings (the allocation stage).
+    strings = _strings(arrow)
     mq_alls = [[("a", 0), ("b", 0)], [("a", 0)]]
     params = {
-        "queue_room": np.array(["r1", "", "r1"], dtype=object),
-        "client_room": np.array([None, "r1", "r1"], dtype=object),
+        "queue_room": strings(["r1", "", "r1"]),
+        "client_room": strings([None, "r1", "r1"]),
         "inner_strategy": np.array(["AVG", "AVG"], dtype=object),
     }
     batch = GroupBatch.from_lists(["t", "t"], mq_alls, [["c0", "c1"], ["c0"]], params)

@@ -46,7 +46,7 @@ class GroupBatch:
     - ``virtual_node_cnt`` (int64): CONSISTENT_HASH's virtual nodes per client;
     - ``consumer_idcs`` (object: list of str, or None): MACHINE_ROOM's rooms;
     - ``inner_strategy`` (object: "AVG" or "AVG_BY_CIRCLE"): MACHINE_ROOM_NEARBY's inner strategy;
-    - ``queue_room``, ``client_room`` (object: str or None): MACHINE_ROOM_NEARBY's resolved rooms;
+    - ``queue_room``, ``client_room`` (Strings: str or None): MACHINE_ROOM_NEARBY's resolved rooms;
     - ``client_config`` (config.ConfigLists, or object: list of (broker, queue_id), or None):
       CONFIG's configured list.
     """

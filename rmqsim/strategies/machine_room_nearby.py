@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqsim.javaorder import java_key
 from rmqsim.strategies import avg, avg_by_circle
@@ -36,13 +38,13 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """
     n = batch.n_groups
     errors = np.full(n, None, dtype=object)
-    bad_client = np.flatnonzero(blank(as_objects(batch.params["client_room"])))
+    bad_client = np.flatnonzero(blank(batch.params["client_room"]))
     groups, first = _first_per_group(np.repeat(np.arange(n, dtype=_I64), batch.client_counts)[bad_client])
     errors[groups] = "Machine room is null for consumer id " + _java_strings(
         take(batch.client_ids, bad_client[first])
     )
     # Queues are grouped first, so a bad queue's message wins over a bad client's.
-    bad_queue = np.flatnonzero(blank(as_objects(batch.params["queue_room"])))
+    bad_queue = np.flatnonzero(blank(batch.params["queue_room"]))
     groups, first = _first_per_group(batch.queue_group[bad_queue])
     q = bad_queue[first]
     errors[groups] = (
@@ -70,9 +72,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     if len(live) == 0:
         return Allocation.empty()
     n_groups = batch.n_groups
-    queue_room, client_room = _room_ranks(
-        as_objects(batch.params["queue_room"]), as_objects(batch.params["client_room"])
-    )
+    queue_room, client_room = _room_ranks(batch.params["queue_room"], batch.params["client_room"])
     # (group, room) keys; rooms are ranked in Java order, so sorting keys sorts rooms as TreeMap.
     width = int(max(queue_room.max(initial=0), client_room.max(initial=0))) + 1
     client_group = np.repeat(np.arange(n_groups, dtype=_I64), batch.client_counts)
@@ -144,9 +144,14 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     return Allocation(caller[pair[keep]], np.concatenate(queue_parts)[keep])
 
 
-def _room_ranks(queue_room: np.ndarray, client_room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _room_ranks(queue_room: Strings, client_room: Strings) -> tuple[np.ndarray, np.ndarray]:
     """Each room's rank in Java String order (a shared code space for queues and clients)."""
-    codes, names = pd.factorize(np.concatenate([queue_room, client_room]))
+    if isinstance(queue_room, pa.Array) and isinstance(client_room, pa.Array):
+        encoded = pc.dictionary_encode(pa.concat_arrays([queue_room, client_room]))
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(_I64)
+        names = encoded.dictionary.to_pylist()
+    else:
+        codes, names = pd.factorize(np.concatenate([as_objects(queue_room), as_objects(client_room)]))
     # Python sorts only the distinct room names, a handful per batch.
     rank_of = np.zeros(len(names) + 1, dtype=_I64)  # code -1 (null) keeps rank 0
     rank_of[1:][sorted(range(len(names)), key=lambda k: java_key(names[k]))] = np.arange(1, len(names) + 1)
