@@ -42,7 +42,7 @@ from rmqsim.allocation import (
     whole_groups,
     with_absent_columns,
 )
-from rmqsim.strategies.batch import as_objects, distinct_callers, factorize
+from rmqsim.strategies.batch import as_objects, distinct_callers, factorize, lookup_sorted
 
 MOVEMENT_ARROW = to_arrow_schema(schemas.MOVEMENT)
 _I64 = np.int64
@@ -128,8 +128,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     def signature(unit: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
         """(size, min, max, set) of the owners of (unit, queue); size 0 where none."""
         key = unit * n_q + q
-        at = np.minimum(np.searchsorted(sig_key, key), max(len(sig_key) - 1, 0))
-        hit = (sig_key[at] == key) if len(sig_key) else np.zeros(len(key), bool)
+        at, hit = lookup_sorted(sig_key, key)
         return tuple(
             np.where(hit, v[at], 0) if len(v) else np.zeros(len(key), _I64)
             for v in (size, sig_min, sig_max, sig_set)
@@ -170,10 +169,7 @@ def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     m_after = consumers[g_b]
     sole = np.flatnonzero(before[0] == 1)  # a queue can stay only with its sole old owner...
     wanted = g_b[cp[sole]] * n_c + before[1][sole]
-    at = np.minimum(np.searchsorted(present, wanted), max(len(present) - 1, 0))
-    still_there = sole[
-        (present[at] == wanted) if len(present) else np.zeros(len(sole), bool)
-    ]  # ...if still there
+    still_there = sole[lookup_sorted(present, wanted)[1]]  # ...if still there
     kp_c, k = _unique(cp[still_there] * n_c + before[1][still_there], counts=True)
     k_p = kp_c // n_c
     lo, hi = _bounds(owner_u, owner_c, u_b, n_after, m_after)

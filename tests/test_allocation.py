@@ -7,7 +7,15 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
-from rmqsim.allocation import OPTIONAL, client_queue_batches, map_client_queues, with_absent_columns
+from rmqsim.allocation import (
+    OPTIONAL,
+    ROUTES_PER_TASK,
+    client_queue_batches,
+    map_client_queues,
+    python_tasks,
+    whole_groups,
+    with_absent_columns,
+)
 
 
 def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
@@ -118,8 +126,6 @@ def test_whole_groups_never_splits_a_group_across_batches() -> None:
         ]
     )
     cuts = [rows.slice(0, 2), rows.slice(2, 3), rows.slice(5, 1), rows.slice(6, 2)]  # as Spark might cut
-    from rmqsim.allocation import whole_groups
-
     batches = list(whole_groups(iter(cuts)))
     groups = [b.column("group").to_pylist() for b in batches]
     assert sum(len(g) for g in groups) == rows.num_rows
@@ -138,16 +144,12 @@ def test_whole_groups_takes_contiguous_groups_in_any_order() -> None:
             for i in range(n)
         ]
     )
-    from rmqsim.allocation import whole_groups
-
     cuts = [rows.slice(0, 3), rows.slice(3, 3), rows.slice(6, 1)]  # g2 g2 g3 | g3 g3 g1 | g1
     batches = [b.column("group").to_pylist() for b in whole_groups(iter(cuts))]
     assert batches == [["g2", "g2"], ["g3", "g3", "g3"], ["g1", "g1"]]
 
 
 def test_a_small_fleet_runs_on_fewer_python_tasks() -> None:
-    from rmqsim.allocation import ROUTES_PER_TASK, python_tasks
-
     assert python_tasks(22_630, 4) == 4  # the 1M-assignment bench fleet keeps 2 tasks per core
     assert python_tasks(150, 4) == 1  # the bundled sample: one task, one file per directory
     assert python_tasks(ROUTES_PER_TASK + 1, 4) == 2

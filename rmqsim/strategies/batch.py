@@ -186,6 +186,14 @@ def take(values: Strings, indices: np.ndarray) -> Strings:
     )
 
 
+def lookup_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each key sits in sorted_keys (0 where absent) and whether it is there."""
+    at = np.searchsorted(sorted_keys, keys)
+    found = at < len(sorted_keys)
+    found[found] = sorted_keys[at[found]] == keys[found]
+    return np.where(found, at, 0), found
+
+
 def as_objects(values: Strings) -> np.ndarray:
     """Python strings, for the strategies that hash or parse names."""
     if isinstance(values, pa.Array):

@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, _offsets, take
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, _offsets, lookup_sorted, take
 
 NAME = "CONFIG"
 
@@ -120,7 +120,7 @@ def _first_match(keys: tuple[np.ndarray, ...], queries: tuple[np.ndarray, ...]) 
     first = np.ones(len(order), dtype=bool)
     first[1:] = sorted_code[1:] != sorted_code[:-1]
     sorted_code, order = sorted_code[first], order[first]
-    at = np.minimum(np.searchsorted(sorted_code, query), len(sorted_code) - 1)
-    hit = valid & (sorted_code[at] == query)
+    at, found = lookup_sorted(sorted_code, query)
+    hit = valid & found
     out[hit] = order[at[hit]]
     return out

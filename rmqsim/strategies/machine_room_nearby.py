@@ -20,7 +20,16 @@ import pyarrow.compute as pc
 
 from rmqsim.javaorder import java_key
 from rmqsim.strategies import avg, avg_by_circle
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, as_objects, blank, take
+from rmqsim.strategies.batch import (
+    Allocation,
+    Callers,
+    GroupBatch,
+    Strings,
+    as_objects,
+    blank,
+    lookup_sorted,
+    take,
+)
 
 NAME = "MACHINE_ROOM_NEARBY"
 
@@ -84,7 +93,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     sub_key, sub_start = np.unique(queue_key[queue_order], return_index=True)
     sub_group = sub_key // width
     room_keys, room_clients = np.unique(client_key, return_counts=True)
-    at, has_consumer = _lookup(room_keys, sub_key)
+    at, has_consumer = lookup_sorted(room_keys, sub_key)
     # A room's own consumers share it; an orphan room is shared by all of cidAll.
     sub_clients = np.where(has_consumer, room_clients[at], batch.client_counts[sub_group])
 
@@ -100,7 +109,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     first = batch.client_offsets[group] + callers.index[live]
 
     # Part 1: the caller's own room, where that room has queues.
-    own, found = _lookup(sub_key, client_key[first])
+    own, found = lookup_sorted(sub_key, client_key[first])
     local = (live[found], own[found], room_rank[first[found]], np.zeros(int(found.sum()), dtype=_I64))
 
     # Part 2: every orphan room of the caller's group, in room order, index in all of cidAll.
@@ -157,14 +166,6 @@ def _room_ranks(queue_room: Strings, client_room: Strings) -> tuple[np.ndarray, 
     rank_of[1:][sorted(range(len(names)), key=lambda k: java_key(names[k]))] = np.arange(1, len(names) + 1)
     ranks = rank_of[codes + 1]
     return ranks[: len(queue_room)], ranks[len(queue_room) :]
-
-
-def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each key sits in sorted_keys (0 where absent) and whether it is there."""
-    at = np.searchsorted(sorted_keys, keys)
-    found = at < len(sorted_keys)
-    found[found] = sorted_keys[at[found]] == keys[found]
-    return np.where(found, at, 0), found
 
 
 def _first_per_group(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
