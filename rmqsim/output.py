@@ -18,17 +18,30 @@ from rmqsim.errors import InputError
 
 log = logging.getLogger(__name__)
 MODES = ("overwrite", "error")
+RUN_MARK = "summary"  # every run writes it
 
 
 class RunOutput:
     @staticmethod
     def check_mode(out: str, mode: str) -> None:
-        """--mode error refuses an existing destination; checked before any work."""
+        """--mode error refuses an existing destination, and overwrite replaces only an earlier
+        run or an empty directory (never, say, the snapshot given as --out); checked before any work."""
         if mode not in MODES:
             raise InputError("arguments", "--mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
         final = urlparse(out).path if out.startswith("file:") else out
-        if mode == "error" and urlparse(out).scheme in ("", "file") and os.path.exists(final):
+        if urlparse(out).scheme not in ("", "file") or not os.path.exists(final):
+            return
+        if mode == "error":
             raise InputError("arguments", "--out", f"{out} exists and --mode is error")
+        if not os.path.isdir(final) or (
+            os.listdir(final) and not os.path.isdir(os.path.join(final, RUN_MARK))
+        ):
+            raise InputError(
+                "arguments",
+                "--out",
+                f"{out} exists and is not an rmqsim output directory (no {RUN_MARK}/): "
+                "overwrite replaces only an earlier run; choose another --out or remove it",
+            )
 
     def __init__(self, out: str, *, mode: str = "overwrite") -> None:
         self.check_mode(out, mode)
