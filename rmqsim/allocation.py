@@ -416,9 +416,12 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     for a in allocated:
         batch, callers = a.batch, a.callers
         g = callers.group
-        queues = np.bincount(a.allocation.caller, minlength=len(callers)).astype(np.int64)
+        # A queue outside today's mqAll (CONFIG may name one; a stale view may keep one of a broker
+        # that went down) stays in the client's list but is no load: no messages come from it.
+        owned = a.allocation.queue >= 0
+        queues = np.bincount(a.allocation.caller[owned], minlength=len(callers)).astype(np.int64)
         stats = skew.segment_stats(queues, g, batch.n_groups)
-        in_mq_all = a.allocation.queue[a.allocation.queue >= 0]  # CONFIG may name other queues
+        in_mq_all = a.allocation.queue[owned]
         owners = np.bincount(in_mq_all, minlength=len(batch.queue_id))
         queue_group = batch.queue_group
         unassigned = np.bincount(queue_group, weights=owners == 0, minlength=batch.n_groups)
@@ -442,7 +445,6 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
         first_in_client, client_class, client_topics = skew.first_of_each(fleet_key)
         client_total = np.bincount(client_class, weights=queues).astype(np.int64)
-        owned = a.allocation.queue >= 0  # CONFIG may name queues outside mqAll: no known backlog
         backlog = np.bincount(
             a.allocation.caller[owned],
             weights=queue_backlog[a.allocation.queue[owned]],
@@ -451,6 +453,8 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
         lag = skew.segment_stats(backlog, g, batch.n_groups)
         no_lag = ~has_offsets[g] | (lag.count[g] == 0)
         client_lag = np.bincount(client_class, weights=backlog)
+        # A client's load has a backlog where any of its topics has offsets, not only its first.
+        client_has_offsets = np.bincount(client_class, weights=has_offsets[g]) > 0
 
         has_clients = stats.count[g] > 0
         longs = {
@@ -484,7 +488,11 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             pa.array(unassigned_lag[g].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
             pa.array(client_topics[client_class].astype(np.int64), type=pa.int64()),
             pa.array(client_total[client_class], type=pa.int64()),
-            pa.array(client_lag[client_class].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
+            pa.array(
+                client_lag[client_class].astype(np.int64),
+                mask=~client_has_offsets[client_class],
+                type=pa.int64(),
+            ),
             pa.array(first_in_group, type=pa.bool_()),
             pa.array(first_in_client, type=pa.bool_()),
             _owned_lists(a),

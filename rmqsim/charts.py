@@ -55,7 +55,8 @@ def moved_figure(comparison: pd.DataFrame) -> Figure:
     fig, axes = _panels(len(scenarios), 2.6)
     for ax, scenario in zip(axes, scenarios):
         rows = comparison[comparison.scenario == scenario].sort_values("strategy")
-        moved, fewest = rows.queues_moved.fillna(0), rows.min_moves.fillna(0)
+        # No bar where min_moves is null: 0 would claim that nothing had to move.
+        moved, fewest = rows.queues_moved.fillna(0), rows.min_moves.astype("float64")
         _pairs(ax, rows.strategy, moved, fewest, names=("moved", "fewest possible"), ylabel="queues")
         last = int(rows.last_phase.max())
         ax.set_title(f"{scenario}: queues that change owner, phase 0 to {last}", fontsize=10)

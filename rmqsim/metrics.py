@@ -6,7 +6,7 @@ multi-owned queues, so no metric touches the (much larger) assignment rows.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rmqsim import schemas
@@ -123,7 +123,12 @@ def scenario_comparison(summary: DataFrame, movement: DataFrame) -> DataFrame:
         .agg(
             F.sum(F.when(whole, F.col("queues_in_both"))).alias("queues_in_both"),
             F.sum(F.when(whole, F.col("moved"))).alias("queues_moved"),
-            F.sum(F.when(whole, F.col("min_moves"))).alias("min_moves"),
+            # Null where any (topic, group) has none (an unowned or twice-owned queue after): a
+            # sum of the others would pass for the scenario's minimum.
+            F.when(
+                F.count(F.when(whole, 1)) == F.count(F.when(whole, F.col("min_moves"))),
+                F.sum(F.when(whole, F.col("min_moves"))),
+            ).alias("min_moves"),
             F.sum(F.when(step, F.col("moved"))).alias("moved_over_steps"),
             F.sum(F.when(whole, F.col("moved_backlog"))).alias("moved_backlog"),
         )
@@ -143,8 +148,12 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
     over the steps; the strategy with the best
     balance (then the fewest moves), the one with the fewest moves (then the best balance), and
     how many of the group's clients are useful in the snapshot: beyond its biggest topic's queue
-    count, the rest sit idle whatever the strategy. Strategies on which the client throws for the
-    group never win."""
+    count, the rest sit idle whatever the strategy.
+
+    A strategy never wins where the client throws with it but not with every strategy (where all
+    throw, a step left the topic without queues: no strategy is to blame), nor where it was not
+    simulated in every phase the others were (skipped for lack of its configuration: its missing
+    phases would pass for phases without moves). A group with no such strategy has no winner."""
     step = F.col("to_phase") == F.col("from_phase") + 1
     moves = movement.where(step).groupBy("group", "strategy").agg(F.sum("moved").alias("moved"))
     load = (
@@ -153,29 +162,37 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
         .groupBy("group", "strategy")
         .agg(F.max("max_over_mean").alias("worst_max_over_mean"))
     )
+    threw = F.col("error").isNotNull()
+    every_strategy_threw = F.min(threw).over(Window.partitionBy("group", "scenario", "phase", "topic"))
     per_strategy = (
-        group_metrics.groupBy("group", "strategy")
+        group_metrics.withColumn("blameless", threw & every_strategy_threw)
+        .groupBy("group", "strategy")
         .agg(
-            F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
+            F.sum((threw & ~F.col("blameless")).cast("long")).alias("errors"),
+            F.count(F.lit(1)).alias("runs"),  # (scenario, phase, topic) simulated
             # As the snapshot is (phase 0): how many clients it has, and how many its biggest topic can use.
             F.max(F.when(F.col("phase") == 0, F.col("consumer_count"))).alias("consumers"),
             F.max(F.when(F.col("phase") == 0, F.col("queue_count"))).alias("most_queues"),
         )
+        .withColumn(
+            "eligible",
+            (F.col("errors") == 0) & (F.col("runs") == F.max("runs").over(Window.partitionBy("group"))),
+        )
         .join(load, ["group", "strategy"], "left")
         .join(moves, ["group", "strategy"], "left")
         .withColumn("moved", F.coalesce("moved", F.lit(0)))
-        .where(F.col("errors") == 0)
     )
     balance = F.coalesce(F.round("worst_max_over_mean", 3), F.lit(float("inf")))
-    best = F.min_by(F.col("strategy"), F.struct(balance, F.col("moved"), F.col("strategy")))
-    fewest = F.min_by(F.col("strategy"), F.struct(F.col("moved"), balance, F.col("strategy")))
+    eligible = lambda c: F.when(F.col("eligible"), c)  # noqa: E731  (min and min_by skip nulls)
+    best = F.min_by(F.col("strategy"), eligible(F.struct(balance, F.col("moved"), F.col("strategy"))))
+    fewest = F.min_by(F.col("strategy"), eligible(F.struct(F.col("moved"), balance, F.col("strategy"))))
     return (
         per_strategy.groupBy("group")
         .agg(
             best.alias("best_balance"),
-            F.min(balance).alias("best_max_over_mean"),
+            F.min(eligible(balance)).alias("best_max_over_mean"),
             fewest.alias("fewest_moves"),
-            F.min("moved").alias("fewest_moved"),
+            F.min(eligible(F.col("moved"))).alias("fewest_moved"),
             F.max("consumers").alias("consumers"),
             F.max("most_queues").alias("most_queues"),
         )

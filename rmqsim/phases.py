@@ -134,22 +134,29 @@ def _set_queue_nums(step: sc.SetQueueNums, snap: Snapshot) -> Snapshot:
     return replace(snap, topic_queues=tq)
 
 
-def generated_client_ids(group: str, count: int, seed: int) -> list[str]:
-    """Deterministic ids shaped like RocketMQ's ip@pid#nanotime for clients a step adds."""
+def generated_client_ids(group: str, count: int, seed: int, start: int = 0) -> list[str]:
+    """Deterministic ids shaped like RocketMQ's ip@pid#nanotime for clients a step adds: the
+    ``start``-th to the (``start`` + ``count`` - 1)-th of the group's sequence for ``seed``."""
     out = []
-    for i in range(count):
+    for i in range(start, start + count):
         h = hashlib.sha256(f"{seed}:{group}:{i}".encode()).digest()
         out.append(f"10.{200 + h[0] % 50}.{h[1]}.{h[2] % 254 + 1}@{1000 + int.from_bytes(h[3:5], 'big')}")
     return out
 
 
-def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot) -> Snapshot:
+def _consumers_join(
+    step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot | None = None, start: int = 0
+) -> Snapshot:
+    """``start``: how many ids earlier steps of the scenario generated for the group and seed, so
+    that two ``count`` steps add different clients. ``first``: the scenario's phase 0, whose topics
+    of the group are its default even after every client of the group has left."""
     spark = snap.consumers.sparkSession
-    ids = step.client_ids or tuple(generated_client_ids(step.group, step.count or 0, step.seed))
+    ids = step.client_ids or tuple(generated_client_ids(step.group, step.count or 0, step.seed, start))
     if step.topics is not None:
         topics = spark.createDataFrame([(t,) for t in step.topics], "topic string")
     else:
-        topics = snap.consumers.where(F.col("group") == step.group).select("topic").distinct()
+        known = snap.consumers if first is None else snap.consumers.unionByName(first.consumers)
+        topics = known.where(F.col("group") == step.group).select("topic").distinct()
     new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
         *[
             F.lit(step.group).alias(c)
@@ -218,13 +225,13 @@ def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
     return replace(snap, groups=groups)
 
 
+# consumers_join also needs the scenario's earlier steps: phase_snapshots applies it.
 APPLY: dict[type, Callable] = {
     sc.AddBrokers: _add_brokers,
     sc.RemoveBrokers: _remove_brokers,
     sc.BrokerDown: _set_alive(False),
     sc.BrokerUp: _set_alive(True),
     sc.SetQueueNums: _set_queue_nums,
-    sc.ConsumersJoin: _consumers_join,
     sc.ConsumersLeave: _consumers_leave,
     sc.SetStrategy: _set_strategy,
     sc.StaleView: lambda step, snap: snap,  # the state stays; only some clients' view differs
@@ -234,8 +241,16 @@ APPLY: dict[type, Callable] = {
 def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]:
     """Phase 0 (the snapshot) and the state after each step."""
     out = [snapshot]
+    generated: dict[tuple[str, int], int] = {}
     for step in scenario.steps:
-        out.append(APPLY[type(step)](step, out[-1]))
+        if isinstance(step, sc.ConsumersJoin):
+            key = (step.group, step.seed)
+            start = generated.get(key, 0)
+            out.append(_consumers_join(step, out[-1], first=snapshot, start=start))
+            if not step.client_ids:
+                generated[key] = start + (step.count or 0)
+        else:
+            out.append(APPLY[type(step)](step, out[-1]))
     return out
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from rmqsim.errors import InputError
@@ -40,9 +41,15 @@ def _pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
+# The partition keys are names: inferred, scenario=07 would be the integer 7.
+_PARTITIONING = ds.partitioning(
+    pa.schema([("scenario", pa.string()), ("strategy", pa.string())]), flavor="hive"
+)
+
+
 def _dataset(run: str | Path, name: str) -> ds.Dataset | None:
     path = Path(run) / name
-    return ds.dataset(path, format="parquet", partitioning="hive") if path.is_dir() else None
+    return ds.dataset(path, format="parquet", partitioning=_PARTITIONING) if path.is_dir() else None
 
 
 def require_run(run: str | Path) -> Path:
@@ -105,7 +112,8 @@ def moved_per_step(run: str | Path) -> pd.DataFrame | None:
         filter=ds.field("to_phase") == ds.field("from_phase") + 1,
     )
     summed = steps.group_by(["scenario", "strategy", "to_phase"]).aggregate(
-        [("moved", "sum"), ("min_moves", "sum")]
+        # min_moves is null for the step where any (topic, group) has none, as in comparison/.
+        [("moved", "sum"), ("min_moves", "sum", pc.ScalarAggregateOptions(skip_nulls=False))]
     )
     return (
         _pandas(summed)

@@ -18,6 +18,9 @@ DEFAULTS = {
     # Partitioned writes (by scenario and strategy) keep one open file per partition instead of
     # sorting every output row by the partition columns first; past this many it falls back to sorting.
     "spark.sql.maxConcurrentOutputFileWriters": "32",
+    # A run's tables are read back partitioned by scenario and strategy, which are names: inferred,
+    # scenario=07 and scenario=7 would both become the integer 7 and merge.
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
 }
 
 

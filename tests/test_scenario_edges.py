@@ -1,0 +1,223 @@
+"""Edge cases of scenarios and their summaries, each worked by hand.
+
+Every snapshot here has topic `orders` with 4 queues on broker-a and 4 on broker-b; sorted, mqAll
+is a0..a3 b0..b3. AVG with clients c1, c2: c1 a0-a3, c2 b0-b3.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rmqsim import cli, results, simulate
+from rmqsim.config import SimulateConfig
+from rmqsim.errors import InputError
+from rmqsim.output import RunOutput
+from tests.conftest import make_snapshot, queue_rows
+
+BROKERS = [
+    {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}
+    for b in ("broker-a", "broker-b")
+]
+ORDERS = queue_rows("orders", {"broker-a": 4, "broker-b": 4})
+
+
+def _consumers(group: str, topic: str, *ids: str) -> list[dict]:
+    return [{"group": group, "topic": topic, "client_id": c, "machine_room": "hz-a"} for c in ids]
+
+
+def _run(spark, tmp_path, snapshot: str, scenarios: str, strategies=("AVG",)) -> str:
+    path = tmp_path / "scenarios.yml"
+    path.write_text(scenarios)
+    out = str(tmp_path / "out")
+    simulate.run(spark, SimulateConfig(snapshot, out, strategies=strategies, scenarios=str(path)))
+    return out
+
+
+def _rows(spark, out: str, table: str, where: str = "true") -> list:
+    return spark.read.parquet(f"{out}/{table}").where(where).collect()
+
+
+# Every name a number: only then would Spark read the partition values back as integers.
+STEPS = """
+scenarios:
+  - name: "07"
+    steps:
+      - set_queue_nums: {topics: [orders], write_queue_nums: 1}
+  - name: "7"
+    steps:
+      - broker_down: {names: [broker-a]}
+  - name: "20"  # two joins
+    steps:
+      - consumers_join: {group: g, count: 2, machine_room: hz-a}
+      - consumers_join: {group: g, count: 2, machine_room: hz-a}
+  - name: "30"  # all leave, one joins
+    steps:
+      - consumers_leave: {group: g, client_ids: [c1, c2]}
+      - consumers_join: {group: g, client_ids: [c9]}
+"""
+
+
+@pytest.fixture(scope="module")
+def steps_run(spark, tmp_path_factory) -> str:
+    tmp_path = tmp_path_factory.mktemp("steps")
+    snapshot = make_snapshot(
+        tmp_path / "snap",
+        brokers=BROKERS,
+        topic_queues=ORDERS,
+        consumers=_consumers("g", "orders", "c1", "c2"),
+    )
+    return _run(spark, tmp_path, snapshot, STEPS)
+
+
+def test_scenarios_named_07_and_7_stay_apart_in_every_summary(spark, steps_run) -> None:
+    # "07" changes write queues only: nothing moves. "7": broker-a down, mqAll b0..b3, c1 b0 b1 and
+    # c2 b2 b3, so b0 and b1 move from c2 to c1.
+    moved = {r.scenario: r.queues_moved for r in _rows(spark, steps_run, "comparison")}
+    assert moved["07"] == 0 and moved["7"] == 2
+    run = results.load_run(steps_run)  # as `rmqsim report` reads it
+    assert sorted(run.comparison.scenario.unique()) == ["07", "20", "30", "7"]
+    assert results.focus(run, scenario="07").group == "g"
+
+
+def test_two_count_joins_of_one_group_add_four_different_clients(spark, steps_run) -> None:
+    (row,) = _rows(spark, steps_run, "group_metrics", "scenario = '20' and phase = 2")
+    assert (row.consumer_count, row.duplicate_client_ids, row.unassigned_queues) == (6, 0, 0)
+
+
+def test_a_join_after_every_client_left_uses_the_groups_topics_of_the_snapshot(spark, steps_run) -> None:
+    # Phase 1 has no client of g; c9 then joins g on its topic in the snapshot, orders, and owns it all.
+    load = _rows(spark, steps_run, "consumer_load", "scenario = '30' and phase = 2")
+    assert [(r.client_id, r.queues) for r in load] == [("c9", 8)]
+
+
+STALE = """
+scenarios:
+  - name: gone
+    steps:
+      - broker_down: {names: [broker-b]}
+      - stale_view: {group: g, client_ids: [c2]}
+"""
+
+
+@pytest.fixture(scope="module")
+def stale_run(spark, tmp_path_factory) -> str:
+    tmp_path = tmp_path_factory.mktemp("stale")
+    # k reads two topics on broker-a; only b-topic has offsets: q0 a backlog of 7, q1 of 14.
+    snapshot = make_snapshot(
+        tmp_path / "snap",
+        brokers=BROKERS,
+        topic_queues=[
+            *ORDERS,
+            *queue_rows("a-topic", {"broker-a": 2}),
+            *queue_rows("b-topic", {"broker-a": 2}),
+        ],
+        consumers=[
+            *_consumers("g", "orders", "c1", "c2"),
+            *_consumers("h", "orders", "d1", "d2"),
+            *_consumers("k", "a-topic", "x1", "x2"),
+            *_consumers("k", "b-topic", "x1", "x2"),
+        ],
+        offsets=[
+            {
+                "group": "k",
+                "topic": "b-topic",
+                "broker_name": "broker-a",
+                "queue_id": q,
+                "broker_offset": 100,
+                "consumer_offset": 100 - backlog,
+            }
+            for q, backlog in ((0, 7), (1, 14))
+        ],
+    )
+    return _run(spark, tmp_path, snapshot, STALE)
+
+
+def test_a_stale_clients_queues_of_a_broker_gone_down_are_no_load(spark, stale_run) -> None:
+    # Phase 2: c1 follows today's view (mqAll a0..a3, two clients): a0 a1. c2 still computes from
+    # phase 0 and keeps b0..b3, all on the dead broker: it reads nothing, and a2 a3 have no reader.
+    (g,) = _rows(spark, stale_run, "group_metrics", "phase = 2 and group = 'g'")
+    assert (g.queue_count, g.consumer_count, g.active_consumers, g.idle_consumers) == (4, 2, 1, 1)
+    assert (g.min_queues, g.max_queues, g.mean_queues, g.max_over_mean) == (0, 2, 1.0, 2.0)
+    assert g.unassigned_queues == 2
+    load = {
+        r.client_id: r.queues for r in _rows(spark, stale_run, "consumer_load", "phase = 2 and group = 'g'")
+    }
+    assert load == {"c1": 2, "c2": 0}
+    # The assignments still list what c2 pulls from: its old queues, outside mqAll.
+    listed = _rows(spark, stale_run, "assignments", "phase = 2 and client_id = 'c2'")
+    assert sorted((r.broker_name, r.queue_id) for r in listed) == [("broker-b", q) for q in range(4)]
+
+
+def test_min_moves_is_null_where_any_group_has_no_minimum(spark, stale_run) -> None:
+    # g's phase 2 leaves queues unowned: no balanced one-owner assignment to compare with, so its
+    # min_moves is null, and so are the scenario's and the step's, though h's is known.
+    whole = {
+        r.group: r.min_moves for r in _rows(spark, stale_run, "movement", "from_phase = 0 and to_phase = 2")
+    }
+    assert whole["g"] is None and whole["h"] is not None
+    (comparison,) = _rows(spark, stale_run, "comparison")
+    assert comparison.min_moves is None
+    steps = results.moved_per_step(stale_run)
+    assert steps.set_index("step").min_moves.isna().to_dict() == {1: False, 2: True}
+
+
+def test_a_clients_backlog_sums_every_topic_that_has_offsets(spark, stale_run) -> None:
+    # k's first topic, a-topic, has no offsets; on b-topic AVG gives x1 q0 (7) and x2 q1 (14).
+    load = _rows(spark, stale_run, "consumer_load", "phase = 0 and group = 'k'")
+    assert {r.client_id: (r.queues, r.backlog) for r in load} == {"x1": (2, 7), "x2": (2, 14)}
+
+
+CHOICE = """
+scenarios:
+  - name: join
+    steps:
+      - consumers_join: {group: g, client_ids: [c0]}
+  - name: drop
+    steps:
+      - remove_brokers: {names: [broker-a]}
+"""
+
+
+def test_the_recommendation_skips_strategies_not_run_everywhere_but_not_groups_all_fail_on(
+    spark, tmp_path
+) -> None:
+    # c0 joins without a machine room: MACHINE_ROOM_NEARBY is skipped for g in that phase, so its
+    # missing phase would pass for zero moves. AVG moves 5 there (c0 a0-a2, c1 a3 b0 b1, c2 b2 b3)
+    # and 2 in `drop` (mqAll b0..b3: c1 b0 b1, c2 b2 b3).
+    # k's topic `small` lives on broker-a only: with it removed every strategy throws for k there.
+    # With one machine room NEARBY is AVG itself: for k the tie goes to the first name, AVG.
+    snapshot = make_snapshot(
+        tmp_path / "snap",
+        brokers=BROKERS,
+        topic_queues=[*ORDERS, *queue_rows("small", {"broker-a": 2})],
+        consumers=[
+            *_consumers("g", "orders", "c1", "c2"),
+            *_consumers("k", "orders", "e1", "e2"),
+            *_consumers("k", "small", "e1", "e2"),
+        ],
+    )
+    out = _run(spark, tmp_path, snapshot, CHOICE, strategies=("AVG", "MACHINE_ROOM_NEARBY"))
+    advice = {r.group: r for r in _rows(spark, out, "recommendation")}
+    assert (advice["g"].best_balance, advice["g"].fewest_moves, advice["g"].fewest_moved) == ("AVG", "AVG", 7)
+    assert (advice["k"].best_balance, advice["k"].fewest_moves) == ("AVG", "AVG")
+
+
+def test_overwrite_replaces_only_an_earlier_run_or_an_empty_directory(tmp_path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "run" / "summary").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("keep me")
+    for fine in ("empty", "run", "new"):
+        RunOutput.check_mode(str(tmp_path / fine), "overwrite")
+    with pytest.raises(InputError, match="not an rmqsim output directory"):
+        RunOutput.check_mode(str(tmp_path / "other"), "overwrite")
+
+
+def test_out_given_as_the_snapshot_is_exit_code_2_and_the_snapshot_stays(tmp_path, capsys) -> None:
+    snapshot = make_snapshot(
+        tmp_path / "snap", brokers=BROKERS, topic_queues=ORDERS, consumers=_consumers("g", "orders", "c1")
+    )
+    before = sorted(p.name for p in (tmp_path / "snap").iterdir())
+    assert cli.main(["simulate", "--snapshot", snapshot, "--out", snapshot]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "snap").iterdir()) == before
