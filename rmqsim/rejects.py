@@ -34,4 +34,5 @@ def rejected(df: DataFrame, *, source: str, columns: Sequence[str]) -> DataFrame
 
 def blank(name: str) -> Column:
     """A key column that is null or only white space."""
-    return F.col(f"`{name}`").isNull() | (F.trim(F.col(f"`{name}`")) == "")
+    # rlike, not trim: Spark's trim strips only spaces, and a tab is no name either.
+    return F.col(f"`{name}`").isNull() | F.col(f"`{name}`").rlike(r"^\s*$")

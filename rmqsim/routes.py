@@ -167,8 +167,8 @@ def with_strategies(
         normalised_strategy().alias("strategy"),
         "virtual_node_cnt",
         "consumer_idcs",
-        F.upper(F.col("inner_strategy")).alias("inner_strategy"),
-        F.upper(F.col("message_model")).alias("message_model"),
+        F.upper(F.trim(F.col("inner_strategy"))).alias("inner_strategy"),
+        F.upper(F.trim(F.col("message_model"))).alias("message_model"),
     )
     requested = (
         F.array(F.coalesce(F.col("strategy"), F.lit("AVG")))

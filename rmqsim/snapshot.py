@@ -18,7 +18,9 @@ from pyspark.sql.types import (
     ArrayType,
     DataType,
     DoubleType,
+    IntegerType,
     IntegralType,
+    LongType,
     NumericType,
     StringType,
 )
@@ -95,8 +97,10 @@ def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFram
             return None  # check_layout already stopped a missing required table
         try:
             return conform(spark.read.parquet(path), spec)
-        except AnalysisException as e:
-            raise InputError(spec.name, None, f"cannot read {path} as Parquet: {e}") from None
+        except InputError:
+            raise
+        except Exception as e:  # AnalysisException; a Java error for a file that is not Parquet
+            raise InputError(spec.name, None, f"cannot read {path} as Parquet: {_first_line(e)}") from None
     for candidate in _candidates(snapshot, spec.name):
         try:
             df = spark.read.parquet(candidate)
@@ -107,6 +111,13 @@ def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFram
         where = " or ".join(_candidates(snapshot, spec.name))
         raise InputError(spec.name, None, f"required table is missing: expected {where}")
     return None
+
+
+def _first_line(error: Exception) -> str:
+    """The Java cause where there is one: py4j's own message only names the call that failed."""
+    java = getattr(error, "java_exception", None)
+    text = java.toString() if java is not None else str(error)
+    return (text.strip().splitlines() or [""])[0][:500]
 
 
 def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
@@ -122,8 +133,22 @@ def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
             out.append(F.lit(col.default).cast(col.type).alias(col.name))
             continue
         _check_type(spec.name, col, field.dataType)
-        out.append(F.col(f"`{field.name}`").cast(col.type).alias(col.name))
+        out.append(
+            _narrowed(F.col(f"`{field.name}`"), col.type, field.dataType).cast(col.type).alias(col.name)
+        )
     return df.select(*out)
+
+
+_INT_BOUNDS = (-(2**31), 2**31 - 1)
+
+
+def _narrowed(value: SparkColumn, expected: DataType, found: DataType) -> SparkColumn:
+    """A wider integer saturates at the contract's int bounds, so the range rules reject the row
+    (naming the column) where a plain cast would fail the whole run (ANSI) or wrap around."""
+    if isinstance(expected, IntegerType) and isinstance(found, LongType):
+        low, high = _INT_BOUNDS
+        return F.least(F.greatest(value, F.lit(low)), F.lit(high))
+    return value
 
 
 def _check_type(table: str, col: Column, found: DataType) -> None:
@@ -133,7 +158,7 @@ def _check_type(table: str, col: Column, found: DataType) -> None:
 
 
 def _compatible(expected: DataType, found: DataType) -> bool:
-    # Integer widths vary with the exporter (pandas writes int64); values are range-checked later.
+    # Integer widths vary with the exporter (pandas writes int64); see _narrowed for wider values.
     if isinstance(expected, IntegralType):
         return isinstance(found, IntegralType)
     if isinstance(expected, DoubleType):

@@ -42,10 +42,19 @@ def _queue_id_rules() -> list[tuple[Column, str]]:
 MAX_QUEUES = 65535  # RocketMQ's own limit on a topic's queue count per broker
 
 
-def _repeat(df: DataFrame, key: Sequence[str], reason: str) -> tuple[Column, str]:
-    """Rows after the first (in JSON order, so deterministic) with the same ``key`` values."""
+def _broken(rules: Sequence[tuple[Column, object]]) -> Column:
+    """Whether a row breaks any of ``rules`` (false, never null)."""
+    return F.coalesce(*[F.when(bad, True) for bad, _ in rules], F.lit(False))
+
+
+def _repeat(
+    df: DataFrame, key: Sequence[str], reason: str, *, earlier: Sequence[tuple[Column, object]] = ()
+) -> tuple[Column, str]:
+    """Rows after the first with the same ``key`` values. Rows breaking one of the ``earlier``
+    rules rank last, so a bad row never makes a good one a duplicate; then JSON order, so the
+    choice is deterministic."""
     order = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-    return F.row_number().over(Window.partitionBy(*key).orderBy(order)) > 1, reason
+    return F.row_number().over(Window.partitionBy(*key).orderBy(_broken(earlier), order)) > 1, reason
 
 
 def _count_rules(column: str) -> list[tuple[Column, Column | str]]:
@@ -74,6 +83,20 @@ def _split(
     return rejects.kept(marked).select(*columns), rejects.rejected(marked, source=source, columns=columns)
 
 
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
+
+
+def message_model_problem(model: Column) -> Column:
+    """Why a groups.message_model cannot run (null: CLUSTERING, as the client's default), or null."""
+    normalised = F.upper(F.trim(model))
+    return F.when(
+        model.isNotNull() & ~normalised.isin(*MESSAGE_MODELS),
+        F.concat(
+            F.lit("unknown message_model '"), model, F.lit(f"': expected {' or '.join(MESSAGE_MODELS)}")
+        ),
+    )
+
+
 def strategy_problem(strategy: Column) -> Column:
     """Why a configured strategy cannot run here, or null."""
     implemented = F.lit(list(STRATEGIES)) if STRATEGIES else F.array()
@@ -97,7 +120,9 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
             _repeat(
                 snapshot.brokers,
                 ["broker_name", "broker_id"],
-                "duplicate row for this broker_name and broker_id: the first (in JSON order) is used",
+                "duplicate row for this broker_name and broker_id: "
+                "the first good one (in JSON order) is used",
+                earlier=_blank_rules("broker_name"),
             ),
         ],
     )
@@ -105,45 +130,47 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
     # Each aggregate below is the one route building makes of the same kept rows, so Spark
     # computes it once (a reused exchange) for both.
     tq_cols = snapshot.topic_queues.columns
+    tq_rules: list[tuple[Column, Column | str]] = [
+        *_blank_rules("topic", "broker_name"),
+        (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
+        *_count_rules("read_queue_nums"),
+        *_count_rules("write_queue_nums"),
+        (F.col("perm").isNull(), "perm is null"),
+        (
+            (F.col("perm") < 0) | (F.col("perm") > 15),
+            F.concat(F.lit("perm "), F.col("perm").cast("string"), F.lit(" is outside 0 to 15")),
+        ),
+        (
+            F.col("_broker_known").isNull(),
+            F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
+        ),
+    ]
     topic_queues, bad_tq = _split(
         _known(snapshot.topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
         source="topic_queues",
         columns=tq_cols,
         cache=cache,
-        rules=[
-            *_blank_rules("topic", "broker_name"),
-            (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
-            *_count_rules("read_queue_nums"),
-            *_count_rules("write_queue_nums"),
-            (F.col("perm").isNull(), "perm is null"),
-            (
-                (F.col("perm") < 0) | (F.col("perm") > 15),
-                F.concat(F.lit("perm "), F.col("perm").cast("string"), F.lit(" is outside 0 to 15")),
-            ),
-            (
-                F.col("_broker_known").isNull(),
-                F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
-            ),
-            _repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used"),
-        ],
+        rules=[*tq_rules, _repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used")],
     )
 
     group_cols = snapshot.groups.columns
-    first_row = F.row_number().over(Window.partitionBy("group").orderBy(F.to_json(F.struct(*group_cols))))
-    ranked = snapshot.groups.withColumn("_first", (first_row == 1) & ~blank("group"))
+    # Why the group cannot be simulated as this row describes it, or null: a row with a problem
+    # ranks after the good ones, so it never makes a good row a duplicate.
+    problem = F.coalesce(
+        message_model_problem(F.col("message_model")),
+        strategy_problem(routes.normalised_strategy())
+        if configured_strategies
+        else F.lit(None).cast("string"),
+    )
+    later, _ = _repeat(snapshot.groups, ["group"], "", earlier=[(problem.isNotNull(), "")])
+    ranked = snapshot.groups.withColumn("_first", ~later & ~blank("group")).withColumn("_problem", problem)
     ranked = _known(ranked, snapshot.consumers.select("group").distinct(), "group", "_has_clients")
     group_rules: list[tuple[Column, Column | str]] = [
         *_blank_rules("group"),
-        (~F.col("_first"), "duplicate row for this group: the first one (in JSON order) is used"),
+        (~F.col("_first"), "duplicate row for this group: the first good one (in JSON order) is used"),
         (F.col("_has_clients").isNull(), "group has no consumers in the snapshot"),
+        (F.col("_problem").isNotNull(), F.col("_problem")),
     ]
-    if configured_strategies:
-        group_rules.append(
-            (
-                strategy_problem(routes.normalised_strategy()).isNotNull(),
-                strategy_problem(routes.normalised_strategy()),
-            )
-        )
     groups, bad_groups = _split(ranked, source="groups", columns=group_cols, rules=group_rules, cache=cache)
 
     c_cols = snapshot.consumers.columns
@@ -157,22 +184,22 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
     # Every topic with a kept topic_queues row has a route (perhaps an empty one).
     known_topics = topic_queues.select("topic").distinct()
     consumers = _known(snapshot.consumers, known_topics, "topic", "_topic_known")
-    if configured_strategies:
-        # A group whose configured strategy cannot run is not simulated: its clients say why.
-        problem = (
-            ranked.where("_first")
-            .select("group", strategy_problem(routes.normalised_strategy()).alias("_group_problem"))
-            .where(F.col("_group_problem").isNotNull())
+    # A group whose row cannot run (its configured strategy, its message model) is not simulated:
+    # its clients say why.
+    group_problems = (
+        ranked.where("_first")
+        .select("group", F.col("_problem").alias("_group_problem"))
+        .where(F.col("_group_problem").isNotNull())
+    )
+    consumers = consumers.join(group_problems, "group", "left")
+    consumer_rules.append(
+        (
+            F.col("_group_problem").isNotNull(),
+            F.concat(
+                F.lit("group '"), F.col("group"), F.lit("' is not simulated: "), F.col("_group_problem")
+            ),
         )
-        consumers = consumers.join(problem, "group", "left")
-        consumer_rules.append(
-            (
-                F.col("_group_problem").isNotNull(),
-                F.concat(
-                    F.lit("group '"), F.col("group"), F.lit("' is not simulated: "), F.col("_group_problem")
-                ),
-            )
-        )
+    )
     consumers, bad_consumers = _split(
         consumers, source="consumers", columns=c_cols, rules=consumer_rules, cache=cache
     )
@@ -216,30 +243,33 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         queues = topic_queues.groupBy("topic", "broker_name").agg(
             F.max(F.greatest("read_queue_nums", F.coalesce("write_queue_nums", F.lit(0)))).alias("_queues")
         )
+        offset_keys = ("group", "topic", "broker_name")
+        offset_rules: list[tuple[Column, Column | str]] = [
+            (F.col("broker_offset").isNull(), "broker_offset is null"),
+            (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+            (
+                F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
+                F.concat(
+                    F.lit("no such queue in topic_queues: topic '"),
+                    F.col("topic"),
+                    F.lit("', broker_name '"),
+                    F.col("broker_name"),
+                    F.lit("', queue_id "),
+                    F.col("queue_id").cast("string"),
+                ),
+            ),
+        ]
         offsets = optional(
             snapshot.offsets.join(queues, ["topic", "broker_name"], "left"),
             "offsets",
-            "group",
-            "topic",
-            "broker_name",
+            *offset_keys,
             rules=[
-                (F.col("broker_offset").isNull(), "broker_offset is null"),
-                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
-                (
-                    F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
-                    F.concat(
-                        F.lit("no such queue in topic_queues: topic '"),
-                        F.col("topic"),
-                        F.lit("', broker_name '"),
-                        F.col("broker_name"),
-                        F.lit("', queue_id "),
-                        F.col("queue_id").cast("string"),
-                    ),
-                ),
+                *offset_rules,
                 _repeat(
                     snapshot.offsets,
-                    ["group", "topic", "broker_name", "queue_id"],
-                    "duplicate row for this queue: the first (in JSON order) is used",
+                    [*offset_keys, "queue_id"],
+                    "duplicate row for this queue: the first good one (in JSON order) is used",
+                    earlier=[*_blank_rules(*offset_keys), *_queue_id_rules(), *offset_rules],
                 ),
             ],
             columns=snapshot.offsets.columns,

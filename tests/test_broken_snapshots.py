@@ -39,10 +39,15 @@ def _offset(group, topic, broker, queue_id, consumer_offset=5) -> dict:
     }
 
 
+MODELS = "expected CLUSTERING or BROADCASTING"
 # (source table, reason, how many rows): the documented reason for each kind of defect.
 KINDS = [
     ("brokers", "broker_name is null or empty", 1),
-    ("brokers", "duplicate row for this broker_name and broker_id: the first (in JSON order) is used", 1),
+    (
+        "brokers",
+        "duplicate row for this broker_name and broker_id: the first good one (in JSON order) is used",
+        1,
+    ),
     ("topic_queues", "topic is null or empty", 1),
     ("topic_queues", "broker_name is null or empty", 1),
     ("topic_queues", "read_queue_nums is null", 1),
@@ -54,17 +59,19 @@ KINDS = [
     ("topic_queues", "broker_name 'ghost' is not in brokers", 1),
     ("topic_queues", "duplicate row: an identical row is used", 1),
     ("groups", "group is null or empty", 1),
-    ("groups", "duplicate row for this group: the first one (in JSON order) is used", 1),
+    ("groups", "duplicate row for this group: the first good one (in JSON order) is used", 2),
     ("groups", "unknown strategy 'FASTEST'", 1),
     ("groups", "group has no consumers in the snapshot", 1),
-    ("consumers", "client_id is null or empty", 1),
+    ("groups", f"unknown message_model 'broadcast': {MODELS}", 1),
+    ("consumers", "client_id is null or empty", 2),
     ("consumers", "group is null or empty", 1),
     ("consumers", "topic 'nowhere' has no route (no topic_queues row)", 1),
     ("consumers", "group 'weird' is not simulated: unknown strategy 'FASTEST'", 2),
-    ("offsets", "consumer_offset is null", 1),
+    ("consumers", f"group 'modelled' is not simulated: unknown message_model 'broadcast': {MODELS}", 1),
+    ("offsets", "consumer_offset is null", 2),
     ("offsets", "queue_id is negative", 1),
     ("offsets", "no such queue in topic_queues: topic 't', broker_name 'b', queue_id 4", 1),
-    ("offsets", "duplicate row for this queue: the first (in JSON order) is used", 1),
+    ("offsets", "duplicate row for this queue: the first good one (in JSON order) is used", 1),
     ("queue_config", "client_id is null or empty", 1),
     ("queue_config", "duplicate row: an identical row is used", 1),
     ("allocation", "the client throws: illegal virtualNodeCnt :-1", 1),
@@ -97,12 +104,15 @@ def _broken(tmp_path) -> str:
             {"group": "good", "topic": "t", "client_id": "a"},
             {"group": "good", "topic": "t", "client_id": "b"},
             {"group": "good", "topic": "t", "client_id": ""},
+            {"group": "good", "topic": "t", "client_id": "\t"},  # white space, not a space
             {"group": "", "topic": "t", "client_id": "z"},
             {"group": "lost", "topic": "nowhere", "client_id": "x"},
             {"group": "weird", "topic": "t", "client_id": "w1"},
             {"group": "weird", "topic": "t", "client_id": "w2"},
             {"group": "hashy", "topic": "t", "client_id": "h1"},
             {"group": "conf", "topic": "t", "client_id": "k1"},
+            {"group": "twin", "topic": "t", "client_id": "t1"},
+            {"group": "modelled", "topic": "t", "client_id": "m1"},
         ],
         groups=[
             {"group": "good", "strategy": "AVG_BY_CIRCLE"},
@@ -112,6 +122,10 @@ def _broken(tmp_path) -> str:
             {"group": "idle", "strategy": "AVG"},  # no consumers
             {"group": "hashy", "strategy": "CONSISTENT_HASH", "virtual_node_cnt": -1},
             {"group": "conf", "strategy": "CONFIG"},
+            # The bad row is first in JSON order ("AAA" < "AVG"), yet the good one is used.
+            {"group": "twin", "strategy": "AAA"},
+            {"group": "twin", "strategy": "AVG"},
+            {"group": "modelled", "strategy": "AVG", "message_model": "broadcast"},
         ],
         queue_config=[
             {"group": "conf", "client_id": "k1", "topic": "t", "broker_name": "b", "queue_id": 0},
@@ -130,6 +144,9 @@ def _broken(tmp_path) -> str:
             _offset("good", "t", "b", 1, consumer_offset=None),
             _offset("good", "t", "b", -1),
             _offset("good", "t", "b", 4),  # t has 4 queues on b: 0..3
+            # Queue 2: a bad row first in JSON order ("broker_offset":0 < 9), then a good one, used.
+            {**_offset("good", "t", "b", 2, consumer_offset=None), "broker_offset": 0},
+            _offset("good", "t", "b", 2),
         ],
     )
 
@@ -174,9 +191,9 @@ def test_every_table_reconciles_and_the_good_group_still_runs(spark, broken_run)
     assert counted == {
         "brokers": (4, 2, 2),
         "topic_queues": (11, 1, 10),
-        "consumers": (9, 4, 5),
-        "groups": (7, 3, 4),
-        "offsets": (5, 1, 4),
+        "consumers": (12, 5, 7),
+        "groups": (10, 4, 6),
+        "offsets": (7, 2, 5),
         "queue_config": (3, 1, 2),
     }
     owned = spark.read.parquet(f"{out}/assignments").where("group = 'good'").collect()

@@ -200,6 +200,10 @@ scenarios:
             "scenarios: [{name: x, steps: [{set_strategy: {group: g, strategy: FASTEST}}]}]",
             "unknown strategy",
         ),
+        (
+            "scenarios: [{name: x, steps: [{set_strategy: {group: g, strategy: AVG, message_model: b}}]}]",
+            "unknown message_model 'b'",
+        ),
     ],
 )
 def test_malformed_scenario_files_are_clear_errors(text, problem) -> None:

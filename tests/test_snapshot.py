@@ -91,6 +91,35 @@ def test_wider_integers_and_a_single_parquet_file_are_accepted(spark, tmp_path) 
     assert dict(snap.topic_queues.dtypes)["read_queue_nums"] == "int"
 
 
+def test_integers_beyond_int_saturate_so_the_range_rules_reject_them(spark, tmp_path) -> None:
+    # A plain cast would fail the whole run under ANSI, or wrap 2**32 + 4 around to 4 without it.
+    snapshot = _good(tmp_path / "s")
+    _replace(
+        snapshot,
+        "topic_queues",
+        pa.table(
+            {
+                "topic": ["t", "u"],
+                "broker_name": ["b", "b"],
+                "read_queue_nums": pa.array([2**32 + 4, -(2**40)], pa.int64()),
+                "write_queue_nums": pa.array([4, 4], pa.int64()),
+                "perm": pa.array([6, 6], pa.int64()),
+            }
+        ),
+    )
+    rows = load_snapshot(spark, snapshot).topic_queues.orderBy("topic").collect()
+    assert [r.read_queue_nums for r in rows] == [2**31 - 1, -(2**31)]
+
+
+def test_a_file_that_is_not_parquet_is_an_input_error_naming_the_table(spark, tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    for part in (tmp_path / "s" / "brokers").glob("*.parquet"):
+        part.write_text("broker_name,broker_id\nb,0\n")
+    with pytest.raises(InputError) as e:
+        load_snapshot(spark, snapshot)
+    assert e.value.table == "brokers" and "as Parquet" in str(e.value)
+
+
 def test_absent_optional_tables_and_columns_take_defaults(spark, tmp_path) -> None:
     snap = load_snapshot(spark, _good(tmp_path / "s"))
     assert snap.groups.count() == 0 and snap.offsets is None and snap.queue_config is None
