@@ -144,9 +144,7 @@ def generated_client_ids(group: str, count: int, seed: int, start: int = 0) -> l
     return out
 
 
-def _consumers_join(
-    step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot | None = None, start: int = 0
-) -> Snapshot:
+def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot, start: int) -> Snapshot:
     """``start``: how many ids earlier steps of the scenario generated for the group and seed, so
     that two ``count`` steps add different clients. ``first``: the scenario's phase 0, whose topics
     of the group are its default even after every client of the group has left."""
@@ -155,7 +153,7 @@ def _consumers_join(
     if step.topics is not None:
         topics = spark.createDataFrame([(t,) for t in step.topics], "topic string")
     else:
-        known = snap.consumers if first is None else snap.consumers.unionByName(first.consumers)
+        known = snap.consumers.unionByName(first.consumers)
         topics = known.where(F.col("group") == step.group).select("topic").distinct()
     new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
         *[

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from rmqsim.errors import InputError
+from rmqsim.output import RUN_MARK
 
 
 def load_table(
@@ -54,8 +55,8 @@ def _dataset(run: str | Path, name: str) -> ds.Dataset | None:
 
 def require_run(run: str | Path) -> Path:
     root = Path(run)
-    if not (root / "summary").is_dir():
-        raise InputError("arguments", "--run", f"{run} is not a simulate output directory (no summary/)")
+    if not (root / RUN_MARK).is_dir():
+        raise InputError("arguments", "--run", f"{run} is not a simulate output directory (no {RUN_MARK}/)")
     return root
 
 

@@ -280,11 +280,12 @@ def _check_step(step: Step, where: str, kind: str) -> None:
             )
         if step.virtual_node_cnt is not None and step.virtual_node_cnt < 1:
             raise bad("virtual_node_cnt", f"must be at least 1, got {step.virtual_node_cnt}")
-        models = ("CLUSTERING", "BROADCASTING")
-        if step.message_model is not None and step.message_model.strip().upper() not in models:
+        from rmqsim.schemas import MESSAGE_MODELS
+
+        if step.message_model is not None and step.message_model.strip().upper() not in MESSAGE_MODELS:
             raise bad(
                 "message_model",
-                f"unknown message_model {step.message_model!r}; expected one of {', '.join(models)}",
+                f"unknown message_model {step.message_model!r}; expected one of {', '.join(MESSAGE_MODELS)}",
             )
 
 

@@ -94,6 +94,8 @@ GROUPS = TableSpec(
     ),
 )
 
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")  # groups.message_model, trimmed, any case
+
 OFFSETS = TableSpec(
     "offsets",
     False,

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from rmqsim import rejects, routes
 from rmqsim.rejects import blank
+from rmqsim.schemas import MESSAGE_MODELS
 from rmqsim.snapshot import Snapshot
 from rmqsim.strategies import STRATEGIES
 
@@ -47,14 +48,28 @@ def _broken(rules: Sequence[tuple[Column, object]]) -> Column:
     return F.coalesce(*[F.when(bad, True) for bad, _ in rules], F.lit(False))
 
 
-def _repeat(
-    df: DataFrame, key: Sequence[str], reason: str, *, earlier: Sequence[tuple[Column, object]] = ()
-) -> tuple[Column, str]:
+def _later(df: DataFrame, key: Sequence[str], earlier: Sequence[tuple[Column, object]]) -> Column:
     """Rows after the first with the same ``key`` values. Rows breaking one of the ``earlier``
     rules rank last, so a bad row never makes a good one a duplicate; then JSON order, so the
     choice is deterministic."""
     order = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-    return F.row_number().over(Window.partitionBy(*key).orderBy(_broken(earlier), order)) > 1, reason
+    return F.row_number().over(Window.partitionBy(*key).orderBy(_broken(earlier), order)) > 1
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    """A rule for repeated ``key`` values: _split makes it ``_later`` over the rules before it."""
+
+    df: DataFrame  # the table as read: its columns give the JSON order
+    key: Sequence[str]
+    reason: str
+
+
+def _resolved(rules: Sequence[tuple[Column, Column | str] | _Repeat]) -> list[tuple[Column, Column | str]]:
+    out: list[tuple[Column, Column | str]] = []
+    for rule in rules:
+        out.append((_later(rule.df, rule.key, out), rule.reason) if isinstance(rule, _Repeat) else rule)
+    return out
 
 
 def _count_rules(column: str) -> list[tuple[Column, Column | str]]:
@@ -78,12 +93,9 @@ def _split(
 ) -> tuple[DataFrame, DataFrame]:
     # Cached: route building, rejects/ and reconciliation/ all read the kept or rejected rows, and
     # recomputing the checks' windows and joins for each cost a dozen small Spark jobs apiece.
-    marked = rejects.with_reject_reason(df, rules=rules).persist(StorageLevel.MEMORY_AND_DISK)
+    marked = rejects.with_reject_reason(df, rules=_resolved(rules)).persist(StorageLevel.MEMORY_AND_DISK)
     cache.append(marked)
     return rejects.kept(marked).select(*columns), rejects.rejected(marked, source=source, columns=columns)
-
-
-MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
 
 
 def message_model_problem(model: Column) -> Column:
@@ -117,12 +129,11 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         cache=cache,
         rules=[
             *_blank_rules("broker_name"),
-            _repeat(
+            _Repeat(
                 snapshot.brokers,
                 ["broker_name", "broker_id"],
                 "duplicate row for this broker_name and broker_id: "
                 "the first good one (in JSON order) is used",
-                earlier=_blank_rules("broker_name"),
             ),
         ],
     )
@@ -130,27 +141,27 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
     # Each aggregate below is the one route building makes of the same kept rows, so Spark
     # computes it once (a reused exchange) for both.
     tq_cols = snapshot.topic_queues.columns
-    tq_rules: list[tuple[Column, Column | str]] = [
-        *_blank_rules("topic", "broker_name"),
-        (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
-        *_count_rules("read_queue_nums"),
-        *_count_rules("write_queue_nums"),
-        (F.col("perm").isNull(), "perm is null"),
-        (
-            (F.col("perm") < 0) | (F.col("perm") > 15),
-            F.concat(F.lit("perm "), F.col("perm").cast("string"), F.lit(" is outside 0 to 15")),
-        ),
-        (
-            F.col("_broker_known").isNull(),
-            F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
-        ),
-    ]
     topic_queues, bad_tq = _split(
         _known(snapshot.topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
         source="topic_queues",
         columns=tq_cols,
         cache=cache,
-        rules=[*tq_rules, _repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used")],
+        rules=[
+            *_blank_rules("topic", "broker_name"),
+            (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
+            *_count_rules("read_queue_nums"),
+            *_count_rules("write_queue_nums"),
+            (F.col("perm").isNull(), "perm is null"),
+            (
+                (F.col("perm") < 0) | (F.col("perm") > 15),
+                F.concat(F.lit("perm "), F.col("perm").cast("string"), F.lit(" is outside 0 to 15")),
+            ),
+            (
+                F.col("_broker_known").isNull(),
+                F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
+            ),
+            _Repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used"),
+        ],
     )
 
     group_cols = snapshot.groups.columns
@@ -162,7 +173,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         if configured_strategies
         else F.lit(None).cast("string"),
     )
-    later, _ = _repeat(snapshot.groups, ["group"], "", earlier=[(problem.isNotNull(), "")])
+    later = _later(snapshot.groups, ["group"], [(problem.isNotNull(), "")])
     ranked = snapshot.groups.withColumn("_first", ~later & ~blank("group")).withColumn("_problem", problem)
     ranked = _known(ranked, snapshot.consumers.select("group").distinct(), "group", "_has_clients")
     group_rules: list[tuple[Column, Column | str]] = [
@@ -228,7 +239,7 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         "topic",
         "broker_name",
         rules=[
-            _repeat(
+            _Repeat(
                 snapshot.queue_config,
                 snapshot.queue_config.columns,
                 "duplicate row: an identical row is used",
@@ -243,33 +254,30 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         queues = topic_queues.groupBy("topic", "broker_name").agg(
             F.max(F.greatest("read_queue_nums", F.coalesce("write_queue_nums", F.lit(0)))).alias("_queues")
         )
-        offset_keys = ("group", "topic", "broker_name")
-        offset_rules: list[tuple[Column, Column | str]] = [
-            (F.col("broker_offset").isNull(), "broker_offset is null"),
-            (F.col("consumer_offset").isNull(), "consumer_offset is null"),
-            (
-                F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
-                F.concat(
-                    F.lit("no such queue in topic_queues: topic '"),
-                    F.col("topic"),
-                    F.lit("', broker_name '"),
-                    F.col("broker_name"),
-                    F.lit("', queue_id "),
-                    F.col("queue_id").cast("string"),
-                ),
-            ),
-        ]
         offsets = optional(
             snapshot.offsets.join(queues, ["topic", "broker_name"], "left"),
             "offsets",
-            *offset_keys,
+            "group",
+            "topic",
+            "broker_name",
             rules=[
-                *offset_rules,
-                _repeat(
+                (F.col("broker_offset").isNull(), "broker_offset is null"),
+                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+                (
+                    F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
+                    F.concat(
+                        F.lit("no such queue in topic_queues: topic '"),
+                        F.col("topic"),
+                        F.lit("', broker_name '"),
+                        F.col("broker_name"),
+                        F.lit("', queue_id "),
+                        F.col("queue_id").cast("string"),
+                    ),
+                ),
+                _Repeat(
                     snapshot.offsets,
-                    [*offset_keys, "queue_id"],
+                    ["group", "topic", "broker_name", "queue_id"],
                     "duplicate row for this queue: the first good one (in JSON order) is used",
-                    earlier=[*_blank_rules(*offset_keys), *_queue_id_rules(), *offset_rules],
                 ),
             ],
             columns=snapshot.offsets.columns,
