@@ -28,6 +28,13 @@ def _spark_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive_int(text: str) -> int:
+    value = int(text) if text.strip().lstrip("+-").isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rmqsim", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -53,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--partitions",
-        type=int,
+        type=_positive_int,
         help="Python tasks of the allocation stage (default: 2 per core, fewer for a small fleet)",
     )
     _spark_args(sim)
@@ -142,7 +149,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     )
     from rmqsim.snapshot import check_layout
 
-    check_layout(snapshot)  # fail on a wrong path before the JVM starts
+    check_layout(snapshot)  # fail on a wrong path or a bad scenarios file before the JVM starts
+    simulate.load_scenarios(cfg)
     output.RunOutput.check_mode(args.out, cfg.mode)
     profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))
     spark_conf = {**profile.conf, **config.parse_conf(args.conf)}

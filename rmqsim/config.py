@@ -95,6 +95,12 @@ class SimulateConfig:
     # Python tasks of the allocation stage; default 2 per core, fewer for a small fleet.
     partitions: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.partitions is not None and self.partitions < 1:
+            raise InputError(
+                "arguments", "--partitions", f"expected a positive integer, got {self.partitions}"
+            )
+
     def describe(self) -> str:
         strategies = "configured" if self.strategies is None else ",".join(self.strategies)
         return (

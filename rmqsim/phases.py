@@ -22,8 +22,11 @@ from rmqsim.snapshot import Snapshot
 PHASE = ("scenario", "phase")
 
 
-def existing_names(snapshot: Snapshot, wanted: sc.Referenced) -> sc.Referenced:
-    """Which of the names the scenarios refer to the snapshot holds (small queries, tiny results)."""
+def existing_names(
+    snapshot: Snapshot, wanted: sc.Referenced, counted: frozenset[str] = frozenset()
+) -> sc.Referenced:
+    """Which of the names the scenarios refer to the snapshot holds, and how many clients each
+    ``counted`` group has (small queries, tiny results)."""
 
     def present(df: DataFrame, column: str, names: frozenset[str]) -> frozenset[str]:
         if not names:
@@ -32,21 +35,24 @@ def existing_names(snapshot: Snapshot, wanted: sc.Referenced) -> sc.Referenced:
         return frozenset(r[0] for r in rows)
 
     groups = snapshot.consumers.select("group").unionByName(snapshot.groups.select("group"))
-    clients: frozenset[tuple[str, str]] = frozenset()
-    if wanted.clients:
+    clients: set[tuple[str, str]] = set()
+    if wanted.clients or counted:
+        # One query for both: the named clients, and every client of the counted groups.
         ids = sorted({c for _, c in wanted.clients})
         rows = (
-            snapshot.consumers.where(F.col("client_id").isin(ids))
+            snapshot.consumers.where(F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted)))
             .select("group", "client_id")
             .distinct()
             .collect()
         )
-        clients = frozenset((r[0], r[1]) for r in rows) & wanted.clients
+        clients = {(r[0], r[1]) for r in rows}
+    sizes = {g: sum(1 for group, _ in clients if group == g) for g in counted}
     return sc.Referenced(
         brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
         topics=present(snapshot.topic_queues, "topic", wanted.topics),
         groups=present(groups, "group", wanted.groups),
-        clients=clients,
+        clients=frozenset(clients & wanted.clients),
+        sizes=sizes,
     )
 
 

@@ -300,6 +300,8 @@ class Referenced:
     topics: frozenset[str]
     groups: frozenset[str]
     clients: frozenset[tuple[str, str]]  # (group, client_id)
+    # Clients per group, of the groups a ``count`` leave draws from (``counted_groups``).
+    sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
 
 
 def referenced(scenarios: Iterable[Scenario]) -> Referenced:
@@ -319,6 +321,16 @@ def referenced(scenarios: Iterable[Scenario]) -> Referenced:
     return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
 
 
+def counted_groups(scenarios: Iterable[Scenario]) -> frozenset[str]:
+    """The groups a ``count`` leave draws from: their client counts are checked against it."""
+    return frozenset(
+        step.group
+        for scenario in scenarios
+        for step in scenario.steps
+        if isinstance(step, ConsumersLeave) and step.count is not None
+    )
+
+
 def _listed(value: object) -> list[str]:
     return list(value) if isinstance(value, tuple) else []
 
@@ -329,14 +341,20 @@ class _Names:
     topics: set[str]
     groups: set[str]
     clients: set[tuple[str, str]]
+    sizes: dict[str, int]  # clients per group, for the counted groups
 
 
 def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
     """Walk each scenario's steps against the snapshot's names (``existing``: those of the
-    referenced names that the snapshot holds), tracking what earlier steps add and remove."""
+    referenced names that the snapshot holds, and the sizes of the counted groups), tracking what
+    earlier steps add and remove."""
     for scenario in scenarios:
         names = _Names(
-            set(existing.brokers), set(existing.topics), set(existing.groups), set(existing.clients)
+            set(existing.brokers),
+            set(existing.topics),
+            set(existing.groups),
+            set(existing.clients),
+            dict(existing.sizes),
         )
         for k, step in enumerate(scenario.steps, 1):
             _CHECKS[type(step)](step, names, f"scenario '{scenario.name}', step {k}", KIND_OF[type(step)])
@@ -382,8 +400,10 @@ def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> No
     _require(names.groups, [step.group], where, f"{kind}.group", "group")
     if step.topics is not None:
         _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
-    if step.client_ids:
-        names.clients.update((step.group, c) for c in step.client_ids)
+    joining = {(step.group, c) for c in step.client_ids or ()} - names.clients
+    if step.group in names.sizes:
+        names.sizes[step.group] += len(joining) if step.client_ids else step.count or 0
+    names.clients.update(joining)
 
 
 def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> None:
@@ -392,6 +412,17 @@ def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> 
         wanted = [(step.group, c) for c in step.client_ids]
         _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
         names.clients.difference_update(wanted)
+    clients = names.sizes.get(step.group)
+    if clients is None:
+        return
+    leaving = len(set(step.client_ids)) if step.client_ids else step.count or 0
+    if leaving > clients:
+        raise InputError(
+            where,
+            f"{kind}.count",
+            f"{leaving} clients cannot leave group '{step.group}': it has {clients} at this step",
+        )
+    names.sizes[step.group] = clients - leaving
 
 
 def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:

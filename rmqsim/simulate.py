@@ -69,7 +69,8 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     try:
         valid = checked.snapshot
         wanted = scenarios.referenced(runs)
-        scenarios.check_names(runs, phases.existing_names(valid, wanted))
+        existing = phases.existing_names(valid, wanted, scenarios.counted_groups(runs))
+        scenarios.check_names(runs, existing)
     except BaseException:
         checked.unpersist()
         raise

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from rmqsim.cli import main
 from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
@@ -27,6 +28,28 @@ def test_missing_snapshot_is_exit_code_2_before_spark_starts(tmp_path) -> None:
     assert done.returncode == 2
     assert "snapshot: " in done.stderr and "is not a directory" in done.stderr
     assert "SparkContext" not in done.stderr
+
+
+def test_a_bad_scenarios_file_is_exit_code_2_before_spark_starts(tmp_path) -> None:
+    snapshot = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+    bad = tmp_path / "s.yml"
+    bad.write_text("scenarios: [{name: x, steps: [{explode: {}}]}]")
+    done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--scenarios", str(bad))
+    assert done.returncode == 2
+    assert "unknown step kind" in done.stderr
+    assert "resolved configuration" not in done.stderr  # session.build_session's first log line
+
+
+def test_partitions_below_one_is_exit_code_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--snapshot", "s", "--out", "o", "--partitions", "0"])
+    assert exited.value.code == 2
+    assert "--partitions: expected a positive integer, got 0" in capsys.readouterr().err
 
 
 def test_unknown_strategy_argument_is_exit_code_2(tmp_path) -> None:

@@ -222,6 +222,7 @@ def test_malformed_scenario_files_are_clear_errors(text, problem) -> None:
         ("consumers_leave: {group: g, client_ids: [c9]}", "no such client of group 'g'"),
         ("consumers_join: {group: nobody, count: 1}", "no such group"),
         ("add_brokers: {names: [broker-a]}", "already in the snapshot"),
+        ("consumers_leave: {group: g, count: 3}", "3 clients cannot leave group 'g': it has 2 at this step"),
     ],
 )
 def test_steps_naming_what_does_not_exist_fail_before_simulating(spark, tmp_path, step, problem) -> None:
@@ -240,6 +241,28 @@ def test_a_removed_broker_cannot_be_named_by_a_later_step() -> None:
     existing = scenarios.Referenced(frozenset({"a"}), frozenset(), frozenset(), frozenset())
     with pytest.raises(InputError, match="step 2"):
         scenarios.check_names(runs, existing)
+
+
+def test_a_count_leave_is_checked_against_the_clients_earlier_steps_left() -> None:
+    # g starts with c1, c2, c3. Step 1 adds c4 and re-adds c1 (already there): 4 clients. Step 2
+    # adds 2 generated ones: 6. Step 3 takes c2 away: 5. So 5 may leave in step 4, 6 may not.
+    steps = [
+        "{consumers_join: {group: g, client_ids: [c4, c1]}}",
+        "{consumers_join: {group: g, count: 2}}",
+        "{consumers_leave: {group: g, client_ids: [c2]}}",
+    ]
+    existing = scenarios.Referenced(
+        frozenset(), frozenset(), frozenset({"g"}), frozenset({("g", "c1"), ("g", "c2")}), {"g": 3}
+    )
+    for leaving, fails in ((5, False), (6, True)):
+        last = f"{{consumers_leave: {{group: g, count: {leaving}}}}}"
+        runs = scenarios.parse(f"scenarios: [{{name: x, steps: [{', '.join([*steps, last])}]}}]")
+        assert scenarios.counted_groups(runs) == {"g"}
+        if fails:
+            with pytest.raises(InputError, match="step 4.*6 clients cannot leave group 'g': it has 5"):
+                scenarios.check_names(runs, existing)
+        else:
+            scenarios.check_names(runs, existing)
 
 
 def test_cli_exit_code_2_names_the_scenario_and_step(tmp_path, capsys) -> None:
