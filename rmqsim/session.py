@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +98,21 @@ def job_description(spark: SparkSession, text: str) -> Iterator[None]:
         yield
     finally:
         context.setJobDescription(None)  # type: ignore[arg-type]
+
+
+def checkpoint(df: DataFrame) -> DataFrame:
+    """``df`` computed now and kept on the executors, as a plan with no lineage.
+
+    Every later query's plan starts here instead of at the snapshot: on a run with scenarios,
+    analysing the stacked phases again for each output cost more than running the outputs. The
+    price: an executor lost before the run ends fails the run (there is no lineage to recompute
+    from). Free it with ``release``."""
+    return df.localCheckpoint(eager=True)
+
+
+def release(df: DataFrame) -> None:
+    """Free a ``checkpoint``'s blocks now rather than when the JVM collects it (unpersist does not
+    reach them). Through the JVM plan: PySpark has no call for it."""
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

@@ -117,12 +117,11 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     partitions = allocation_partitions(spark, config)
-    staged = allocation.partition_by_group(
-        built.group_routes, partitions=partitions, absent=built.absent
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    staged = allocation.partition_by_group(built.group_routes, partitions=partitions, absent=built.absent)
     # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
     # each checked table on its own would cost more: one query runs their small stages at once.)
     with session.job_description(spark, "rmqsim: check the snapshot, build routes"):
+        staged = session.checkpoint(staged)
         route_rows = staged.count()
     tasks = config.partitions or allocation.python_tasks(route_rows, partitions)
     routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
@@ -172,7 +171,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         output.abandon()
         raise
     finally:
-        staged.unpersist()
+        session.release(staged)
         client_queues.unpersist()
         built.checked.unpersist()
     log.info("simulate: wrote %s", output.out)

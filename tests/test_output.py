@@ -45,8 +45,15 @@ def _shuffled_sample(out: Path) -> str:
     return str(out)
 
 
+def _kept_blocks(spark) -> int:
+    """RDDs the executors hold: caches and local checkpoints alike."""
+    return spark.sparkContext._jsc.sc().getPersistentRDDs().size()
+
+
 def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, tmp_path) -> None:
+    kept = _kept_blocks(spark)
     simulate.run(spark, _config(tmp_path / "a"))
+    assert _kept_blocks(spark) == kept  # a run frees what it cached or checkpointed
     simulate.run(spark, _config(tmp_path / "b"))  # the same input again
     shuffled = _shuffled_sample(tmp_path / "shuffled")
     simulate.run(spark, replace(_config(tmp_path / "c", partitions=3), snapshot=shuffled))
