@@ -14,6 +14,10 @@ from rmqsim.generate import arrow_table, write_snapshot
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+# A scenarios file of one step on the sample snapshot, for the tests that check how a run is
+# launched (spark-submit, Airflow) rather than what the bundled scenarios show.
+ONE_SCENARIO = "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_down: {names: [broker-b]}\n"
+
 
 @pytest.fixture(scope="session")
 def spark():

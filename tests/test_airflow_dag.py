@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ONE_SCENARIO
+
 ROOT = Path(__file__).resolve().parent.parent
 DAG_ID = "rmqsim_daily"
 
@@ -92,9 +94,12 @@ def test_airflow_dags_test_runs_the_dag_on_local_spark(packaged: Path, tmp_path:
     )
     assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
     out_root = tmp_path / "runs"
+    scenarios = tmp_path / "one.yml"
+    scenarios.write_text(ONE_SCENARIO)  # the DAG's default, the bundled five, would only add run time
     conf = {
         "dist": str(packaged),
         "out_root": str(out_root),
+        "scenarios": str(scenarios),
         "strategies": "AVG,STICKY",
         "python": sys.executable,  # rmqsim and pyspark: this environment
     }
