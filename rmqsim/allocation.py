@@ -242,7 +242,8 @@ def with_stale_views(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[A
     """In stale_view phases, the stale clients' shares replaced by what they got in the view
     phase (the same scenario, group and topic, phase ``view_phase``), whatever the others do.
 
-    A stale client absent from the view's cidAll, or whose topic had no route then, gets nothing;
+    BROADCASTING groups are left as they are. A stale client absent from the view's cidAll, or
+    whose topic had no route then, gets nothing;
     a queue of the old view that is gone from today's mqAll stays in its list (it still pulls from
     it) but outside mqAll, so it counts neither as owned twice nor as covering anyone's queue.
     """
@@ -251,7 +252,8 @@ def with_stale_views(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[A
         return allocated
     batch = allocated[0].batch
     n = rows.num_rows
-    has_stale = np.diff(stale_offsets) > 0
+    # A BROADCASTING client reads every queue in any view: no queue is read twice or by nobody.
+    has_stale = (np.diff(stale_offsets) > 0) & ~broadcasting(rows)
     entity = row_codes(rows, "scenario", "group", "topic")
     phase = rows.column("phase").to_numpy(zero_copy_only=False).astype(np.int64)
     view_phase = pc.fill_null(rows.column("view_phase"), -1).to_numpy(zero_copy_only=False).astype(np.int64)

@@ -34,17 +34,24 @@ scenarios:
     steps:
       - broker_down: {names: [ub]}
       - stale_view: {group: h, client_ids: [x]}
+  - name: broadcast
+    steps:
+      - consumers_join: {group: k, client_ids: [k3]}
+      - stale_view: {group: k, client_ids: [k1]}
 """
 
 
 def _snapshot(tmp_path) -> str:
-    # Group g reads topic t (12 queues on broker b); group h reads topic u (2 queues on each of ua, ub).
+    # Group g reads topic t (12 queues on broker b); group h reads topic u (2 queues on each of ua,
+    # ub); BROADCASTING group k reads topic t too: its clients read every queue, stale or not.
     return make_snapshot(
         tmp_path / "snap",
         brokers=[{"broker_name": b, "broker_id": 0, "alive": True} for b in ("b", "ua", "ub")],
         topic_queues=queue_rows("t", {"b": 12}) + queue_rows("u", {"ua": 2, "ub": 2}),
         consumers=[{"group": "g", "topic": "t", "client_id": c} for c in ("c1", "c2", "c3")]
-        + [{"group": "h", "topic": "u", "client_id": c} for c in ("x", "y")],
+        + [{"group": "h", "topic": "u", "client_id": c} for c in ("x", "y")]
+        + [{"group": "k", "topic": "t", "client_id": c} for c in ("k1", "k2")],
+        groups=[{"group": "k", "message_model": "BROADCASTING"}],
         offsets=[
             {
                 "group": "g",
@@ -115,12 +122,14 @@ def test_one_stale_client_after_a_join_doubles_and_strands_queues_as_worked_by_h
 def test_the_split_brain_table_and_exposure_rank_avg_by_circle_as_more_exposed(spark, run) -> None:
     out, result = run
     rows = spark.read.parquet(f"{out}/split_brain").collect()
-    # Only the stale phase of each scenario, and only the groups with a stale client.
+    # Only the stale phase of each scenario, and only the groups with a stale client: not the
+    # BROADCASTING group k, whose stale client reads what everyone reads.
     assert {(r.scenario, r.phase, r.strategy, r.group) for r in rows} == {
         (s, 2, strategy, group)
         for s, group in (("join", "g"), ("down", "h"))
         for strategy in ("AVG", "AVG_BY_CIRCLE")
     }
+    assert {r["scenario"] for r in result.exposure} == {"join", "down"}
     join = [r for r in result.exposure if r["scenario"] == "join"]
     assert [r["strategy"] for r in join] == ["AVG_BY_CIRCLE", "AVG"]
     assert join[0]["at_risk_fraction"] == pytest.approx(5 / 12)
