@@ -44,7 +44,7 @@ class Round:
     floor_s: float
     assignment_rows: int
     assignments_only_s: float  # the same run, writing only the assignments table
-    allocation_s: float  # of which the allocation stage: cached routes to written assignments
+    allocation_s: float  # of which the allocation stage: checkpointed routes to written assignments
 
     @property
     def ratio(self) -> float:
@@ -86,7 +86,7 @@ def assignments_only_job(
 ) -> Callable[[], tuple[float, float]]:
     """Snapshot to assignments table, no metrics, rejects or summary, timed in two parts: the
     checks and routes up to the cached allocation input, then the allocation stage alone (the
-    Python pass over the cached routes, the explode and the write): the part item 6 of issue 2
+    Python pass over the checkpointed routes, the explode and the write): the part item 6 of issue 2
     compares with the floor."""
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
 
@@ -95,21 +95,21 @@ def assignments_only_job(
         built = simulate.build_group_routes(spark, cfg)
         staged = allocation.partition_by_group(
             built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
-        ).persist()
+        )
         try:
-            staged.count()
+            staged = session.checkpoint(staged)  # as simulate.run keeps its routes
             routed = time.perf_counter()
             write_assignments(staged, out)
             return routed - start, time.perf_counter() - routed
         finally:
-            staged.unpersist()
+            session.release(staged)
             built.checked.unpersist()
 
     return job
 
 
 def write_assignments(staged: DataFrame, out: Path) -> None:
-    """The allocation stage as simulate runs it: the Python pass over the cached routes, the
+    """The allocation stage as simulate runs it: the Python pass over the checkpointed routes, the
     explode of the owned lists and the partitioned write of the assignments table."""
     metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
         *simulate.PARTITIONED_BY
@@ -171,7 +171,7 @@ def format_table(rounds: Sequence[Round], median: dict[str, float], rows: int) -
         f"{median['assignments_only_ratio']:.2f} x the floor"
     )
     lines.append(
-        f"of which the allocation stage (cached routes to written assignments): "
+        f"of which the allocation stage (checkpointed routes to written assignments): "
         f"{median['allocation_s']:.2f} s, {median['allocation_ratio']:.2f} x the floor"
     )
     lines.append(f"assignment rows:  {rows}")
