@@ -261,20 +261,35 @@ def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]
 def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
     """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase).
 
+    A table a step leaves alone is the same DataFrame in the phases before and after it, and phase
+    0 is the same in every scenario: each distinct DataFrame enters the stack once, joined to the
+    (scenario, phase) keys that share it, which keeps the plan, and its planning, small.
     Offsets and CONFIG lists describe the fleet, not a phase: they stay as they are."""
     if not scenarios:
         raise InputError("arguments", "--scenarios", "no scenario to run")
-    tagged: dict[str, list[DataFrame]] = {"brokers": [], "topic_queues": [], "consumers": [], "groups": []}
+    shared: dict[str, dict[int, tuple[DataFrame, list[tuple[str, int]]]]] = {t: {} for t in PHASED}
     for scenario in scenarios:
         for k, snap in enumerate(phase_snapshots(snapshot, scenario)):
-            for table, frames in tagged.items():
-                frames.append(
-                    getattr(snap, table).select(
-                        F.lit(scenario.name).alias("scenario"), F.lit(k).cast("int").alias("phase"), "*"
-                    )
-                )
-    stacked = {table: reduce(DataFrame.unionByName, frames) for table, frames in tagged.items()}
+            for table, frames in shared.items():
+                df = getattr(snap, table)
+                frames.setdefault(id(df), (df, []))[1].append((scenario.name, k))
+    stacked = {
+        table: reduce(DataFrame.unionByName, [_keyed(df, keys) for df, keys in frames.values()])
+        for table, frames in shared.items()
+    }
     return replace(snapshot, **stacked)
+
+
+PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
+
+
+def _keyed(df: DataFrame, keys: list[tuple[str, int]]) -> DataFrame:
+    """``df``'s rows once per (scenario, phase) of ``keys``, those two columns first."""
+    if len(keys) == 1:
+        ((scenario, phase),) = keys
+        return df.select(F.lit(scenario).alias("scenario"), F.lit(phase).cast("int").alias("phase"), "*")
+    key_rows = df.sparkSession.createDataFrame(keys, "scenario string, phase int")
+    return key_rows.crossJoin(df)
 
 
 STALE_VIEWS = "scenario string, phase int, group string, client_id string, view_phase int"
