@@ -85,7 +85,7 @@ def assignments_only_job(
     spark: SparkSession, snapshot: Path, out: Path, strategies: tuple[str, ...]
 ) -> Callable[[], tuple[float, float]]:
     """Snapshot to assignments table, no metrics, rejects or summary, timed in two parts: the
-    checks and routes up to the cached allocation input, then the allocation stage alone (the
+    checks and routes up to the checkpointed allocation input, then the allocation stage alone (the
     Python pass over the checkpointed routes, the explode and the write): the part item 6 of issue 2
     compares with the floor."""
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)

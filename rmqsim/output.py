@@ -21,6 +21,14 @@ MODES = ("overwrite", "error")
 RUN_MARK = "summary"  # every run writes it
 
 
+def _local_path(out: str) -> str | None:
+    """``out`` as a local path (file: URIs included), or None for another file system."""
+    parsed = urlparse(out)
+    if parsed.scheme not in ("", "file"):
+        return None
+    return parsed.path if out.startswith("file:") else out
+
+
 class RunOutput:
     @staticmethod
     def check_mode(out: str, mode: str) -> None:
@@ -28,8 +36,8 @@ class RunOutput:
         run or an empty directory (never, say, the snapshot given as --out); checked before any work."""
         if mode not in MODES:
             raise InputError("arguments", "--mode", f"expected one of {', '.join(MODES)}, got {mode!r}")
-        final = urlparse(out).path if out.startswith("file:") else out
-        if urlparse(out).scheme not in ("", "file") or not os.path.exists(final):
+        final = _local_path(out)
+        if final is None or not os.path.exists(final):
             return
         if mode == "error":
             raise InputError("arguments", "--out", f"{out} exists and --mode is error")
@@ -46,8 +54,9 @@ class RunOutput:
     def __init__(self, out: str, *, mode: str = "overwrite") -> None:
         self.check_mode(out, mode)
         self.out = out.rstrip("/")
-        self.local = urlparse(self.out).scheme in ("", "file")
-        self._final = urlparse(self.out).path if self.out.startswith("file:") else self.out
+        final = _local_path(self.out)
+        self.local = final is not None
+        self._final = final or self.out
         if self.local:
             parent = os.path.dirname(os.path.abspath(self._final))
             os.makedirs(parent, exist_ok=True)

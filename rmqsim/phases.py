@@ -8,6 +8,7 @@ route building and allocation run once, in one Spark job per output, however man
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import reduce
@@ -46,7 +47,8 @@ def existing_names(
             .collect()
         )
         clients = {(r[0], r[1]) for r in rows}
-    sizes = {g: sum(1 for group, _ in clients if group == g) for g in counted}
+    per_group = Counter(group for group, _ in clients)
+    sizes = {g: per_group[g] for g in counted}
     return sc.Referenced(
         brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
         topics=present(snapshot.topic_queues, "topic", wanted.topics),
@@ -258,6 +260,9 @@ def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]
     return out
 
 
+PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
+
+
 def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
     """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase).
 
@@ -278,9 +283,6 @@ def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
         for table, frames in shared.items()
     }
     return replace(snapshot, **stacked)
-
-
-PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
 
 
 def _keyed(df: DataFrame, keys: list[tuple[str, int]]) -> DataFrame:

@@ -167,8 +167,8 @@ def with_strategies(
         normalised_strategy().alias("strategy"),
         "virtual_node_cnt",
         "consumer_idcs",
-        F.upper(F.trim(F.col("inner_strategy"))).alias("inner_strategy"),
-        F.upper(F.trim(F.col("message_model"))).alias("message_model"),
+        normalised(F.col("inner_strategy")).alias("inner_strategy"),
+        normalised(F.col("message_model")).alias("message_model"),
     )
     requested = (
         F.array(F.coalesce(F.col("strategy"), F.lit("AVG")))
@@ -186,8 +186,13 @@ def with_strategies(
     )
 
 
+def normalised(name: Column) -> Column:
+    """A name from the groups table as the client compares it: trimmed, upper case."""
+    return F.upper(F.trim(name))
+
+
 def normalised_strategy() -> Column:
-    return F.upper(F.trim(F.coalesce(F.col("strategy"), F.lit("AVG"))))
+    return normalised(F.coalesce(F.col("strategy"), F.lit("AVG")))
 
 
 def queue_backlogs(offsets: DataFrame) -> DataFrame:

@@ -100,9 +100,8 @@ def _split(
 
 def message_model_problem(model: Column) -> Column:
     """Why a groups.message_model cannot run (null: CLUSTERING, as the client's default), or null."""
-    normalised = F.upper(F.trim(model))
     return F.when(
-        model.isNotNull() & ~normalised.isin(*MESSAGE_MODELS),
+        model.isNotNull() & ~routes.normalised(model).isin(*MESSAGE_MODELS),
         F.concat(
             F.lit("unknown message_model '"), model, F.lit(f"': expected {' or '.join(MESSAGE_MODELS)}")
         ),
