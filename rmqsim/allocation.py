@@ -399,13 +399,65 @@ def broadcasting(rows: pa.RecordBatch) -> np.ndarray:
     return pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
 
 
+def _group_metric_columns(
+    *,
+    stats: skew.SegmentStats,
+    lag: skew.SegmentStats,
+    queue_counts: np.ndarray,
+    unassigned: np.ndarray,
+    multi_owned: np.ndarray,
+    duplicates: np.ndarray,
+    errors: np.ndarray,
+    has_offsets: np.ndarray,
+    backlog: np.ndarray,
+    stale_clients: np.ndarray,
+    multi_owned_backlog: np.ndarray,
+    unassigned_backlog: np.ndarray,
+) -> list[pa.Array]:
+    """schemas.GROUP_METRIC_FIELDS, one value per group of the batch."""
+    has_clients = stats.count > 0
+    no_lag = ~has_offsets | (lag.count == 0)
+
+    def longs(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+        return pa.array(values.astype(np.int64), mask=mask, type=pa.int64())
+
+    def doubles(values: np.ndarray, mask: np.ndarray) -> pa.Array:
+        return pa.array(values, mask=mask | np.isnan(values), type=pa.float64())
+
+    return [
+        longs(queue_counts),
+        longs(stats.count),
+        longs(stats.active),
+        longs(stats.count - stats.active),
+        longs(stats.minimum, ~has_clients),
+        longs(stats.maximum, ~has_clients),
+        doubles(stats.mean, ~has_clients),
+        doubles(stats.stddev, ~has_clients),
+        doubles(stats.max_over_mean, np.zeros(len(has_clients), dtype=bool)),
+        longs(unassigned),
+        longs(multi_owned),
+        longs(duplicates),
+        pa.array(errors, type=pa.string()),
+        longs(backlog, ~has_offsets),
+        longs(lag.minimum, no_lag),
+        longs(lag.maximum, no_lag),
+        doubles(lag.mean, no_lag),
+        doubles(lag.stddev, no_lag),
+        doubles(lag.max_over_mean, no_lag),
+        longs(stale_clients),
+        longs(multi_owned_backlog, ~has_offsets),
+        longs(unassigned_backlog, ~has_offsets),
+    ]
+
+
 def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     """One row per (strategy, topic, group, distinct client): schemas.CLIENT_QUEUES.
 
-    Each row carries the queues the client owns, its (topic, group)'s metrics and the client's
-    load over all of the group's topics in the batch, so the batch must hold every topic of each
-    group it holds (see whole_groups). assignments, group_metrics and consumer_load are then an
-    explode and two row filters of these rows, done by Spark.
+    Each row carries the queues the client owns and the client's load over all of the group's
+    topics in the batch; the first row of each (topic, group) also carries its metrics (null on
+    the others). So the batch must hold every topic of each group it holds (see whole_groups).
+    assignments, group_metrics and consumer_load are then an explode and two row filters of these
+    rows, done by Spark.
     """
     out = []
     group_code = row_codes(rows, "scenario", "phase", "group")
@@ -453,41 +505,31 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             minlength=len(callers),
         )
         lag = skew.segment_stats(backlog, g, batch.n_groups)
-        no_lag = ~has_offsets[g] | (lag.count[g] == 0)
         client_lag = np.bincount(client_class, weights=backlog)
         # A client's load has a backlog where any of its topics has offsets, not only its first.
         client_has_offsets = np.bincount(client_class, weights=has_offsets[g]) > 0
-
-        has_clients = stats.count[g] > 0
-        longs = {
-            "queues": queues,
-            "queue_count": batch.queue_counts[g],
-            "consumer_count": stats.count[g],
-            "active_consumers": stats.active[g],
-            "idle_consumers": stats.count[g] - stats.active[g],
-        }
+        group_columns = _group_metric_columns(
+            stats=stats,
+            lag=lag,
+            queue_counts=batch.queue_counts,
+            unassigned=unassigned,
+            multi_owned=multi_owned,
+            duplicates=duplicate_client_counts(batch, callers),
+            errors=errors,
+            has_offsets=has_offsets,
+            backlog=group_backlog,
+            stale_clients=stale_clients,
+            multi_owned_backlog=multi_owned_lag,
+            unassigned_backlog=unassigned_lag,
+        )
+        # The group's 22 figures ride on its first row only: copied onto every client's row, they
+        # cost Spark more to read from Arrow and cache than the owned lists (bench/README.md).
+        first_row_of_group = pa.array(g, mask=~first_in_group, type=pa.int64())
         columns = _keys(rows, a.strategy, g)
         columns.append(_take(batch.client_ids, callers.client))
-        columns += [pa.array(v.astype(np.int64), type=pa.int64()) for v in longs.values()]
+        columns.append(pa.array(queues, type=pa.int64()))
+        columns += [c.take(first_row_of_group) for c in group_columns]
         columns += [
-            pa.array(stats.minimum[g].astype(np.int64), mask=~has_clients, type=pa.int64()),
-            pa.array(stats.maximum[g].astype(np.int64), mask=~has_clients, type=pa.int64()),
-            pa.array(stats.mean[g], mask=~has_clients, type=pa.float64()),
-            pa.array(stats.stddev[g], mask=~has_clients, type=pa.float64()),
-            pa.array(stats.max_over_mean[g], mask=np.isnan(stats.max_over_mean[g]), type=pa.float64()),
-            pa.array(unassigned[g].astype(np.int64), type=pa.int64()),
-            pa.array(multi_owned[g].astype(np.int64), type=pa.int64()),
-            pa.array(duplicate_client_counts(batch, callers)[g].astype(np.int64), type=pa.int64()),
-            pa.array(errors[g], type=pa.string()),
-            pa.array(group_backlog[g].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
-            pa.array(lag.minimum[g].astype(np.int64), mask=no_lag, type=pa.int64()),
-            pa.array(lag.maximum[g].astype(np.int64), mask=no_lag, type=pa.int64()),
-            pa.array(lag.mean[g], mask=no_lag, type=pa.float64()),
-            pa.array(lag.stddev[g], mask=no_lag, type=pa.float64()),
-            pa.array(lag.max_over_mean[g], mask=no_lag | np.isnan(lag.max_over_mean[g]), type=pa.float64()),
-            pa.array(stale_clients[g].astype(np.int64), type=pa.int64()),
-            pa.array(multi_owned_lag[g].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
-            pa.array(unassigned_lag[g].astype(np.int64), mask=~has_offsets[g], type=pa.int64()),
             pa.array(client_topics[client_class].astype(np.int64), type=pa.int64()),
             pa.array(client_total[client_class], type=pa.int64()),
             pa.array(

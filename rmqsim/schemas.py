@@ -239,19 +239,20 @@ GROUP_METRIC_FIELDS = (
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
 
-# One row per (scenario, phase, strategy, topic, group, distinct client), carrying its group's
-# metrics and its own fleet-wide load: group_metrics and consumer_load are row filters of it.
+# One row per (scenario, phase, strategy, topic, group, distinct client), carrying its own
+# fleet-wide load and, on the group's first row only (null on the others), its group's metrics:
+# group_metrics and consumer_load are row filters of it.
 CLIENT_QUEUES = StructType(
     [
         *RUN_KEYS,
         *TOPIC_GROUP,
         StructField("client_id", STRING, False),
         StructField("queues", LONG, False),  # in this topic
-        *GROUP_METRIC_FIELDS,
+        *(StructField(f.name, f.dataType, True) for f in GROUP_METRIC_FIELDS),
         StructField("client_topics", LONG, False),  # topics of this group the client reads
         StructField("client_queues", LONG, False),  # queues over those topics
         StructField("client_backlog", LONG, True),  # backlog over those topics; null without offsets
-        StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group) has it
+        StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group): its metrics
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
         StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
     ]

@@ -71,6 +71,12 @@ def client_queue_rows(rows: pa.RecordBatch):
     return _pandas(client_queue_batches(rows), schemas.CLIENT_QUEUES)
 
 
+def group_rows(rows: pa.RecordBatch):
+    """The client rows that carry their (topic, group)'s metrics, as metrics.group_metrics keeps them."""
+    clients = client_queue_rows(rows)
+    return clients[clients.first_in_group].reset_index(drop=True)
+
+
 def test_mixed_strategies_and_groups_in_one_batch() -> None:
     pdf = _routes(
         [
@@ -96,20 +102,21 @@ def test_mixed_strategies_and_groups_in_one_batch() -> None:
     assert got.queue_id.dtype == np.int32
 
     summary = client_queue_rows(pdf).set_index(["strategy", "topic", "client_id"])
-    assert summary.loc[("AVG", "t2", "z")].error == "mqAll is null or mqAll empty"
     assert summary.loc[("AVG", "t2", "z")].queues == 0
     assert summary.loc[("AVG_BY_CIRCLE", "t3", "q")].queues == 0
     assert summary.loc[("AVG", "t1", "x")].queues == 2
-    assert summary.error.isna().sum() == 6  # every client but z
+    groups = group_rows(pdf).set_index(["strategy", "topic"])
+    assert groups.loc[("AVG", "t2")].error == "mqAll is null or mqAll empty"
+    assert groups.error.isna().sum() == 3  # every group but h
 
 
 def test_duplicate_ids_leave_the_second_copys_share_unowned() -> None:
     pdf = _routes([("AVG", "t", "g", ["b"], [6], ["a", "a", "c"])])  # a: 0 1, (a): 2 3, c: 4 5
     got = assignment_rows(pdf)
     assert sorted(zip(got.client_id, got.queue_id)) == [("a", 0), ("a", 1), ("c", 4), ("c", 5)]
-    summary = client_queue_rows(pdf)
-    assert summary.unassigned_queues.tolist() == [2, 2]
-    assert summary.duplicate_client_ids.tolist() == [1, 1]
+    summary = group_rows(pdf)
+    assert summary.unassigned_queues.tolist() == [2]
+    assert summary.duplicate_client_ids.tolist() == [1]
 
 
 def test_empty_batch() -> None:
@@ -172,6 +179,9 @@ def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
         [2, 3, 2.5, 1.2],
         [2, 3, 2.5, 1.2],
     ]
+    # Every other row leaves them null: group_metrics keeps the first row's only.
+    metric_names = [f.name for f in schemas.GROUP_METRIC_FIELDS]
+    assert pdf.loc[~pdf.first_in_group, metric_names].isna().all().all()
     load = pdf[pdf.first_in_client].set_index("client_id")
     assert load.client_queues.to_dict() == {"a": 6, "b": 4}
     assert load.client_topics.to_dict() == {"a": 2, "b": 2}
@@ -181,8 +191,8 @@ def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
     rows = _routes([("AVG", "t", "g", ["b"], [3], ["x", "y"])], model="BROADCASTING")
     got = assignment_rows(rows)
     assert sorted(zip(got.client_id, got.queue_id)) == [(c, q) for c in "xy" for q in range(3)]
-    summary = client_queue_rows(rows)
-    assert summary.queues.tolist() == [3, 3] and summary.multi_owned_queues.tolist() == [3, 3]
+    assert client_queue_rows(rows).queues.tolist() == [3, 3]
+    assert group_rows(rows).multi_owned_queues.tolist() == [3]
 
 
 def test_config_reports_no_error_where_it_throws_none() -> None:
