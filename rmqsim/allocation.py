@@ -207,8 +207,11 @@ def sticky_by_phase(
     parts: list[Allocation] = []
     errors = np.full(len(callers), None, dtype=object)
     last_owner: pd.Series | None = None  # (entity, broker, queue id) -> client code, last phase
-    for p in np.unique(phase[callers.group]):
+    for p in np.unique(phase):
         these = np.flatnonzero(phase[callers.group] == p)
+        if not len(these):  # every client had left (phases.with_left_subscriptions): no owner to keep
+            last_owner = None
+            continue
         rows_now = np.unique(callers.group[these])
         flat = np.flatnonzero(np.isin(batch.queue_group, rows_now))
         previous[flat] = -1
@@ -462,6 +465,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     out = []
     group_code = row_codes(rows, "scenario", "phase", "group")
     allocated = allocate_rows(rows)
+    runs = rows_by_strategy(rows)
     if allocated:
         queue_backlog, has_offsets = queue_backlogs(rows, allocated[0].batch)
         group_backlog = np.bincount(
@@ -542,7 +546,36 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             _owned_lists(a),
         ]
         out.append(pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW))
+        runs_here = runs[a.strategy]
+        clientless = runs_here[batch.client_counts[runs_here] == 0]
+        if len(clientless):
+            out.append(_clientless_rows(rows, a.strategy, clientless, group_columns))
     return out
+
+
+def _clientless_rows(
+    rows: pa.RecordBatch, strategy: str, groups: np.ndarray, group_columns: list[pa.Array]
+) -> pa.RecordBatch:
+    """A row for each (topic, group) of ``groups`` that has no client (every one left in a
+    scenario): its metrics, and no client, load or queue."""
+    n = len(groups)
+    zeros = pa.array(np.zeros(n, dtype=np.int64), type=pa.int64())
+    columns = _keys(rows, strategy, groups)
+    columns += [pa.nulls(n, pa.string()), zeros]
+    columns += [c.take(pa.array(groups, type=pa.int64())) for c in group_columns]
+    columns += [
+        zeros,
+        zeros,
+        pa.nulls(n, pa.int64()),
+        pa.array(np.ones(n, dtype=bool), type=pa.bool_()),
+        pa.array(np.zeros(n, dtype=bool), type=pa.bool_()),
+        pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, dtype=np.int32), type=pa.int32()),
+            pa.array([], type=OWNED_ARROW.value_type),
+            type=OWNED_ARROW,
+        ),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW)
 
 
 def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

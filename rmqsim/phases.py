@@ -336,3 +336,33 @@ def _stale_clients(current: Snapshot, step: sc.StaleView) -> DataFrame:
         .where(F.col("_rank") <= F.ceil(F.col("_of") * F.lit(step.fraction) - F.lit(1e-9)))
         .select("client_id")
     )
+
+
+def with_left_subscriptions(client_lists: DataFrame, scenarios: Sequence[sc.Scenario]) -> DataFrame:
+    """``client_lists`` (routes.client_lists by phase) with an empty client list for each phase in
+    which a (topic, group) has no client left but had one in an earlier phase of the scenario.
+
+    The subscription outlives its consumers on the brokers: its queues still fill and nobody
+    reads them, which group_metrics must show (every queue unassigned) rather than drop the
+    group. Only groups a consumers_leave step names can lose every client."""
+    leaving = sorted({s.group for run in scenarios for s in run.steps if isinstance(s, sc.ConsumersLeave)})
+    if not leaving:
+        return client_lists
+    spark = client_lists.sparkSession
+    key = [*PHASE, "topic", "group"]
+    every_phase = spark.createDataFrame(
+        [(run.name, k) for run in scenarios for k in range(run.last_phase + 1)], "scenario string, phase int"
+    )
+    present = client_lists.where(F.col("group").isin(leaving)).select(*key)
+    since = present.groupBy("scenario", "topic", "group").agg(F.min("phase").alias("_since"))
+    left = (
+        since.join(F.broadcast(every_phase), "scenario")
+        .where(F.col("phase") > F.col("_since"))
+        .join(present, key, "left_anti")
+    )
+    empty = {
+        f.name: F.array().cast(f.dataType) if f.name != "client_configs" else F.lit(None).cast(f.dataType)
+        for f in client_lists.schema.fields
+        if f.name not in key
+    }
+    return client_lists.unionByName(left.select(*key, *[c.alias(n) for n, c in empty.items()]))

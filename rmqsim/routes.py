@@ -129,7 +129,9 @@ def _needs() -> list[tuple[str, Column, str]]:
     return [
         (
             "CONFIG",
-            F.coalesce(F.exists("client_configs", lambda c: c.isNotNull()), F.lit(False)),
+            # A (topic, group) every client left (phases.with_left_subscriptions) has none to configure.
+            F.coalesce(F.exists("client_configs", lambda c: c.isNotNull()), F.lit(False))
+            | (F.size("client_ids") == 0),
             "CONFIG needs queue_config rows for the group's clients on this topic",
         ),
         ("MACHINE_ROOM", F.col("consumer_idcs").isNotNull(), "MACHINE_ROOM needs groups.consumer_idcs"),

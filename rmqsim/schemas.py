@@ -246,7 +246,7 @@ CLIENT_QUEUES = StructType(
     [
         *RUN_KEYS,
         *TOPIC_GROUP,
-        StructField("client_id", STRING, False),
+        StructField("client_id", STRING, True),  # null: a (topic, group) every client left
         StructField("queues", LONG, False),  # in this topic
         *(StructField(f.name, f.dataType, True) for f in GROUP_METRIC_FIELDS),
         StructField("client_topics", LONG, False),  # topics of this group the client reads

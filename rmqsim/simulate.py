@@ -77,8 +77,12 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     staged = phases.phased(valid, runs)
     by = phases.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
-    clients = routes.client_lists(staged.consumers, queue_config=staged.queue_config, by=by).transform(
-        lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
+    clients = (
+        routes.client_lists(staged.consumers, queue_config=staged.queue_config, by=by)
+        .transform(lambda df: phases.with_left_subscriptions(df, runs))
+        .transform(
+            lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
+        )
     )
     last_phase = {s.name: s.last_phase for s in runs}
     stale_views = phases.stale_views(valid, runs)

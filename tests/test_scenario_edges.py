@@ -90,6 +90,59 @@ def test_a_join_after_every_client_left_uses_the_groups_topics_of_the_snapshot(s
     assert [(r.client_id, r.queues) for r in load] == [("c9", 8)]
 
 
+def test_a_group_every_client_left_still_has_its_queues_all_unassigned(spark, steps_run) -> None:
+    # Phase 1 of "30": g has no client left, but orders still has its 8 queues and g still
+    # subscribes: nobody reads them. Phase 2: c9 takes all 8.
+    (row,) = _rows(spark, steps_run, "group_metrics", "scenario = '30' and phase = 1")
+    assert (row.topic, row.group, row.queue_count, row.consumer_count) == ("orders", "g", 8, 0)
+    assert (row.active_consumers, row.idle_consumers, row.unassigned_queues) == (0, 0, 8)
+    assert (row.multi_owned_queues, row.min_queues, row.max_over_mean, row.error) == (0, None, None, None)
+    assert _rows(spark, steps_run, "consumer_load", "scenario = '30' and phase = 1") == []
+    (summary,) = _rows(spark, steps_run, "summary", "scenario = '30' and phase = 1")
+    assert summary.unassigned_queues == 8
+    moves = {
+        (r.from_phase, r.to_phase): (r.queues_in_both, r.moved, r.min_moves, r.consumers_changed)
+        for r in _rows(spark, steps_run, "movement", "scenario = '30'")
+    }
+    # 0 -> 1: every queue loses its owner (no assignment of nobody has a minimum); 1 -> 2: every
+    # queue gains c9, and with no old owner left none could have stayed.
+    assert moves == {(0, 1): (8, 8, None, 2), (1, 2): (8, 8, 8, 1), (0, 2): (8, 8, 8, 3)}
+
+
+def test_after_every_client_left_sticky_keeps_nothing_and_config_is_not_skipped(spark, tmp_path) -> None:
+    # c1 is configured for a0..a3 and c2 for b0..b3. Both leave, then c2 and c3 join. Phase 1 has
+    # no client: CONFIG has nothing to configure and runs like every strategy (all 8 unassigned),
+    # rather than being skipped. Phase 2: nobody held a queue in phase 1, so STICKY keeps nothing
+    # and deals AVG's blocks, c2 a0..a3 and c3 b0..b3 (keeping phase 0's owners would give c2 b0..b3).
+    config = [
+        {"group": "g", "client_id": c, "topic": "orders", "broker_name": b, "queue_id": q}
+        for c, b in (("c1", "broker-a"), ("c2", "broker-b"))
+        for q in range(4)
+    ]
+    snapshot = make_snapshot(
+        tmp_path / "snap",
+        brokers=BROKERS,
+        topic_queues=ORDERS,
+        consumers=_consumers("g", "orders", "c1", "c2"),
+        queue_config=config,
+    )
+    scenario = """
+scenarios:
+  - name: refill
+    steps:
+      - consumers_leave: {group: g, client_ids: [c1, c2]}
+      - consumers_join: {group: g, client_ids: [c2, c3]}
+"""
+    out = _run(spark, tmp_path, snapshot, scenario, strategies=("STICKY", "CONFIG"))
+    drained = {r.strategy: r.unassigned_queues for r in _rows(spark, out, "group_metrics", "phase = 1")}
+    assert drained == {"STICKY": 8, "CONFIG": 8}
+    assert _rows(spark, out, "rejects", "source = 'allocation'") == []
+    sticky = _rows(spark, out, "assignments", "phase = 2 and strategy = 'STICKY'")
+    assert sorted((r.client_id, r.broker_name, r.queue_id) for r in sticky) == [
+        ("c2", "broker-a", q) for q in range(4)
+    ] + [("c3", "broker-b", q) for q in range(4)]
+
+
 STALE = """
 scenarios:
   - name: gone
