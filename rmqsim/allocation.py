@@ -527,7 +527,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             unassigned_backlog=unassigned_lag,
         )
         # The group's 22 figures ride on its first row only: copied onto every client's row, they
-        # cost Spark more to read from Arrow and cache than the owned lists (bench/README.md).
+        # made filling the cache of these rows slower (bench/README.md).
         first_row_of_group = pa.array(g, mask=~first_in_group, type=pa.int64())
         columns = _keys(rows, a.strategy, g)
         columns.append(_take(batch.client_ids, callers.client))
