@@ -134,6 +134,7 @@ class Allocated:
     callers: Callers
     allocation: Allocation
     errors: np.ndarray
+    rows: np.ndarray  # the batch rows that run it, client-less ones included
     stale: np.ndarray | None = None  # callers computing from a stale view (stale_view phases)
 
 
@@ -183,7 +184,7 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
             )
             errors = np.full(len(callers), None, dtype=object)
             errors[clustering] = sub_errors
-        out.append(Allocated(name, batch, callers, allocation, errors))
+        out.append(Allocated(name, batch, callers, allocation, errors, row_ids))
     return with_stale_views(rows, out)
 
 
@@ -465,7 +466,6 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     out = []
     group_code = row_codes(rows, "scenario", "phase", "group")
     allocated = allocate_rows(rows)
-    runs = rows_by_strategy(rows)
     if allocated:
         queue_backlog, has_offsets = queue_backlogs(rows, allocated[0].batch)
         group_backlog = np.bincount(
@@ -546,8 +546,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
             _owned_lists(a),
         ]
         out.append(pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW))
-        runs_here = runs[a.strategy]
-        clientless = runs_here[batch.client_counts[runs_here] == 0]
+        clientless = a.rows[batch.client_counts[a.rows] == 0]
         if len(clientless):
             out.append(_clientless_rows(rows, a.strategy, clientless, group_columns))
     return out
