@@ -58,13 +58,19 @@ class Staged:
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
 
 
-def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
-    """Load and check the snapshot, apply the scenarios' steps."""
-    runs = load_scenarios(config)
+def snapshot_read(spark: SparkSession, config: SimulateConfig) -> Snapshot:
+    """The snapshot's tables that this run reads."""
     snapshot = load_snapshot(spark, config.snapshot)
     if config.strategies is not None and "CONFIG" not in config.strategies:
         # CONFIG lists are as long as the assignments: a run without CONFIG neither reads nor checks them.
         snapshot = replace(snapshot, queue_config=None)
+    return snapshot
+
+
+def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
+    """Load and check the snapshot, apply the scenarios' steps."""
+    runs = load_scenarios(config)
+    snapshot = snapshot_read(spark, config)
     checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
     try:
         valid = checked.snapshot
