@@ -81,9 +81,48 @@ def check_layout(snapshot: str) -> None:
     if not os.path.isdir(_local(snapshot)):
         raise InputError("snapshot", None, f"{snapshot} is not a directory")
     for spec in schemas.SNAPSHOT_TABLES:
-        if spec.required and _local_table(snapshot, spec.name) is None:
+        table = _local_table(snapshot, spec.name)
+        if table is None and spec.required:
             where = " or ".join(_candidates(snapshot, spec.name))
             raise InputError(spec.name, None, f"required table is missing: expected {where}")
+        if table is not None:
+            _check_files(spec.name, _local(table))
+
+
+PARQUET_MAGIC = (b"PAR1", b"PARE")  # plain and encrypted footers
+
+
+def _hidden(name: str) -> bool:
+    """Names Spark's file listing skips (its rule for data files, partition directories kept)."""
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
+
+
+def _check_files(table: str, path: str) -> None:
+    """Every file Spark would read as ``table`` is Parquet: a stray file (a note, a CSV export)
+    otherwise fails the run only when the first job reaches it, as a Java stack trace. Reads
+    eight bytes a file: the magic at both ends."""
+    if os.path.isfile(path):
+        files = [path]
+    else:
+        files = []
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not _hidden(d))
+            files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
+    for file in files:
+        size = os.path.getsize(file)
+        if size == 0:
+            continue  # Spark reads an empty file as no rows
+        with open(file, "rb") as f:
+            head = f.read(4)
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+        if size < 12 or head not in PARQUET_MAGIC or tail not in PARQUET_MAGIC:
+            name = os.path.relpath(file, os.path.dirname(path))
+            raise InputError(
+                table,
+                None,
+                f"{name} is not a Parquet file: remove it, or start its name with _ or . (Spark skips those)",
+            )
 
 
 def _local_table(snapshot: str, table: str) -> str | None:

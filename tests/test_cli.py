@@ -45,6 +45,20 @@ def test_a_bad_scenarios_file_is_exit_code_2_before_spark_starts(tmp_path) -> No
     assert "resolved configuration" not in done.stderr  # session.build_session's first log line
 
 
+def test_a_stray_file_in_a_table_is_exit_code_2_before_spark_starts(tmp_path) -> None:
+    snapshot = make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+    (tmp_path / "s" / "consumers" / "part-00001.csv").write_text("group,topic,client_id\ng,t,b\n")
+    done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert "consumers: consumers/part-00001.csv is not a Parquet file" in done.stderr
+    assert "resolved configuration" not in done.stderr
+
+
 def test_partitions_below_one_is_exit_code_2(capsys) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["simulate", "--snapshot", "s", "--out", "o", "--partitions", "0"])

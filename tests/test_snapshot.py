@@ -117,7 +117,27 @@ def test_a_file_that_is_not_parquet_is_an_input_error_naming_the_table(spark, tm
         part.write_text("broker_name,broker_id\nb,0\n")
     with pytest.raises(InputError) as e:
         load_snapshot(spark, snapshot)
-    assert e.value.table == "brokers" and "as Parquet" in str(e.value)
+    assert e.value.table == "brokers" and "is not a Parquet file" in str(e.value)
+
+
+def test_a_stray_file_beside_good_parts_is_an_input_error_naming_table_and_file(tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    (tmp_path / "s" / "topic_queues" / "part-00001.csv").write_text("topic,broker_name\nt,b\n")
+    with pytest.raises(InputError) as e:
+        check_layout(snapshot)
+    assert e.value.table == "topic_queues"
+    assert "topic_queues/part-00001.csv is not a Parquet file" in str(e.value)
+
+
+def test_files_spark_skips_and_empty_files_are_not_stray(spark, tmp_path) -> None:
+    snapshot = _good(tmp_path / "s")
+    brokers = tmp_path / "s" / "brokers"
+    (brokers / "_SUCCESS").write_text("")
+    (brokers / ".part-00000.parquet.crc").write_text("crc")
+    (brokers / "_notes.txt").write_text("written by the export job")
+    (brokers / "part-00009.parquet").write_bytes(b"")
+    check_layout(snapshot)
+    assert load_snapshot(spark, snapshot).brokers.count() == 1
 
 
 def test_absent_optional_tables_and_columns_take_defaults(spark, tmp_path) -> None:
