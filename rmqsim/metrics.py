@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rmqsim import schemas
+from rmqsim.strategies.batch import RMQSIM_REFUSES
 
 RUN = ["scenario", "phase", "strategy"]
 
@@ -261,7 +262,8 @@ def exposure(split_brain: DataFrame) -> DataFrame:
 
 def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> DataFrame:
     """Reject rows for (topic, group, strategy) runs that produced no allocation: a strategy
-    skipped for lack of its configuration, or a group on which the real client throws."""
+    skipped for lack of its configuration, a group on which the real client throws, or one that
+    rmqsim refuses to run."""
     where = ["scenario", "phase", "topic", "group"]
     skipped = group_routes.select(*where, F.explode("skipped").alias("s")).select(
         F.lit("allocation").alias("source"),
@@ -270,7 +272,9 @@ def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> Dat
     )
     thrown = group_metrics.where(F.col("error").isNotNull()).select(
         F.lit("allocation").alias("source"),
-        F.concat(F.lit("the client throws: "), F.col("error")).alias("reason"),
+        F.when(F.col("error").startswith(RMQSIM_REFUSES), F.col("error"))
+        .otherwise(F.concat(F.lit("the client throws: "), F.col("error")))
+        .alias("reason"),
         F.to_json(F.struct(*where, "strategy")).alias("row"),
     )
     return skipped.unionByName(thrown)

@@ -157,6 +157,36 @@ def test_negative_virtual_node_count_is_the_constructors_error(registered: None)
         allocate_one(NAME, "t", [("b", 0)], ["a"], "a", params)
 
 
+def test_a_ring_past_rmqsims_limit_is_refused_and_one_at_it_runs(
+    registered: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(consistent_hash, "MAX_RING_NODES", 6)
+    three = {"virtual_node_cnt": np.array([3], dtype=np.int64)}
+    mq_all = [("b", 0), ("b", 1)]
+    # 2 clients x 3 nodes = 6: at the limit, so it runs and every queue has an owner.
+    owned = [q for cid in ("x", "y") for q in allocate_one(NAME, "t", mq_all, ["x", "y"], cid, three)]
+    assert sorted(owned) == mq_all
+    # 3 clients x 3 nodes = 9: past it. Not the client's exception: rmqsim's own, and it says so.
+    with pytest.raises(AllocationError) as refused:
+        allocate_one(NAME, "t", mq_all, ["x", "y", "z"], "x", three)
+    assert (
+        str(refused.value)
+        == "rmqsim does not simulate a ring of more than 6 nodes: virtualNodeCnt 3 for 3 clients is 9"
+    )
+
+
+def test_the_clients_own_exception_wins_over_rmqsims_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 clients x 10 nodes is past a limit of 6, and cidAll holds a null before its end: the real
+    # client throws the NullPointerException, so that is what the group reports.
+    monkeypatch.setattr(consistent_hash, "MAX_RING_NODES", 6)
+    batch = GroupBatch.from_lists(["t"], [[("b", 0)]], [["a", None, "b"]])
+    callers = distinct_callers(batch)
+    _, errors = allocate(STRATEGY, batch, callers)
+    by_caller = dict(zip(batch.client_ids[callers.client], errors.tolist()))
+    assert by_caller["a"].startswith("NullPointerException")
+    assert by_caller["b"].startswith("NullPointerException")
+
+
 # Independent of the strategy module: MD5Hash.hash and ConsistentHashRouter, spelt out.
 
 

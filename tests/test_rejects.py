@@ -23,10 +23,12 @@ def _snapshot(tmp_path) -> str:
         + consumer_rows("good", "t", [""])  # empty client id
         + consumer_rows("lost", "no-such-topic", ["x"])
         + consumer_rows("hashy", "t", ["h1", "h2"])  # the client throws for this group
+        + consumer_rows("ringy", "t", ["r1", "r2"])  # a mistyped virtual node count: rmqsim refuses
         + consumer_rows("weird", "t", ["w1", "w2"]),
         groups=[
             {"group": "good", "strategy": "avg_by_circle"},  # names are case-insensitive
             {"group": "hashy", "strategy": "CONSISTENT_HASH", "virtual_node_cnt": -1},
+            {"group": "ringy", "strategy": "CONSISTENT_HASH", "virtual_node_cnt": 2_000_000_000},
             {"group": "weird", "strategy": "FASTEST"},
         ],
         offsets=[
@@ -64,6 +66,12 @@ EXPECTED = {
     ("offsets", "consumer_offset is null"),
     # an input that is valid but on which the real client throws: reported, not simulated
     ("allocation", "the client throws: illegal virtualNodeCnt :-1"),
+    # 4,000,000,000 MD5s would exhaust the worker: reported as rmqsim's limit, not the client's error
+    (
+        "allocation",
+        "rmqsim does not simulate a ring of more than 10,000,000 nodes: "
+        "virtualNodeCnt 2000000000 for 2 clients is 4,000,000,000",
+    ),
 }
 
 
@@ -72,7 +80,7 @@ def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
     simulate.run(spark, SimulateConfig(snapshot=_snapshot(tmp_path), out=out, strategies=None))
     rejects = spark.read.parquet(f"{out}/rejects").collect()
     assert {(r.source, r.reason) for r in rejects} == EXPECTED
-    assert len(rejects) == 10  # weird has two clients
+    assert len(rejects) == 11  # weird has two clients
     rows = {r.reason: json.loads(r.row) for r in rejects}
     assert rows["read_queue_nums is negative"]["topic"] == "neg"
     assert rows["the client throws: illegal virtualNodeCnt :-1"] == {
@@ -110,7 +118,7 @@ def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     checked = check_snapshot(snapshot, configured_strategies=False)
     reasons = {r.reason for r in checked.rejects.collect()}
     assert not any("strategy" in reason for reason in reasons)
-    assert checked.snapshot.consumers.count() == 6  # good a, b; hashy h1, h2; weird w1, w2
+    assert checked.snapshot.consumers.count() == 8  # good a, b; hashy h1, h2; ringy r1, r2; weird w1, w2
     checked.unpersist()
 
 

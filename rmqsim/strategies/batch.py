@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 EMPTY_CURRENT_CID = "currentCID is empty"
 EMPTY_MQ_ALL = "mqAll is null or mqAll empty"
 EMPTY_CID_ALL = "cidAll is null or cidAll empty"
+# How an error of rmqsim's own making starts, so that it is never reported as the client's.
+RMQSIM_REFUSES = "rmqsim does not simulate"
 
 _I64 = np.int64
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim.strategies.batch import (
+    RMQSIM_REFUSES,
     Allocation,
     Callers,
     GroupBatch,
@@ -37,6 +38,9 @@ from rmqsim.strategies.batch import (
 NAME = "CONSISTENT_HASH"
 DEFAULT_VIRTUAL_NODES = 10
 
+# rmqsim's own bound, not the client's: every node is an MD5 in a worker's memory, and a mistyped
+# virtual_node_cnt (a billion, say) would exhaust the worker and fail the whole run.
+MAX_RING_NODES = 10_000_000
 _I64 = np.int64
 _SPAN = np.int64(1 << 32)  # one group's slice of the flat ring: every 32-bit hash fits below it
 
@@ -52,9 +56,19 @@ def virtual_node_counts(batch: GroupBatch) -> np.ndarray:
 def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """The constructor's IllegalArgumentException for virtualNodeCnt < 0, and the
     NullPointerException that ConsistentHashRouter hits when cidAll holds a null id before its last
-    entry (getExistingReplicas calls equals on the null key of a node already on the ring)."""
+    entry (getExistingReplicas calls equals on the null key of a node already on the ring); and,
+    rmqsim's own, a ring larger than MAX_RING_NODES."""
     counts = virtual_node_counts(batch)
     errors = np.full(len(callers), None, dtype=object)
+    # Later assignments win: the client's own exceptions over rmqsim's limit.
+    v = counts[callers.group]
+    clients = batch.client_counts[callers.group]
+    huge = np.flatnonzero((v * clients > MAX_RING_NODES) & (v > 0))
+    errors[huge] = [
+        f"{RMQSIM_REFUSES} a ring of more than {MAX_RING_NODES:,} nodes: "
+        f"virtualNodeCnt {n} for {c} clients is {n * c:,}"
+        for n, c in zip(v[huge].tolist(), clients[huge].tolist(), strict=True)
+    ]
 
     group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
     not_last = np.arange(len(group), dtype=_I64) < batch.client_offsets[group + 1] - 1
@@ -64,7 +78,6 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
         "NullPointerException: cidAll holds a null client id before its last entry"
     )
 
-    v = counts[callers.group]
     bad = np.flatnonzero(v < 0)
     errors[bad] = [f"illegal virtualNodeCnt :{n}" for n in v[bad].tolist()]
     return errors
