@@ -23,6 +23,16 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([*RMQSIM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
 
 
+def _one_queue(tmp_path: Path) -> str:
+    """A snapshot of one client on one queue: the tests below break it in one place each."""
+    return make_snapshot(
+        tmp_path / "s",
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 1}),
+        consumers=consumer_rows("g", "t", ["a"]),
+    )
+
+
 def test_missing_snapshot_is_exit_code_2_before_spark_starts(tmp_path) -> None:
     done = _run("simulate", "--snapshot", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
     assert done.returncode == 2
@@ -31,12 +41,7 @@ def test_missing_snapshot_is_exit_code_2_before_spark_starts(tmp_path) -> None:
 
 
 def test_a_bad_scenarios_file_is_exit_code_2_before_spark_starts(tmp_path) -> None:
-    snapshot = make_snapshot(
-        tmp_path / "s",
-        brokers=broker_rows("b"),
-        topic_queues=queue_rows("t", {"b": 1}),
-        consumers=consumer_rows("g", "t", ["a"]),
-    )
+    snapshot = _one_queue(tmp_path)
     bad = tmp_path / "s.yml"
     bad.write_text("scenarios: [{name: x, steps: [{explode: {}}]}]")
     done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--scenarios", str(bad))
@@ -46,12 +51,7 @@ def test_a_bad_scenarios_file_is_exit_code_2_before_spark_starts(tmp_path) -> No
 
 
 def test_a_stray_file_in_a_table_is_exit_code_2_before_spark_starts(tmp_path) -> None:
-    snapshot = make_snapshot(
-        tmp_path / "s",
-        brokers=broker_rows("b"),
-        topic_queues=queue_rows("t", {"b": 1}),
-        consumers=consumer_rows("g", "t", ["a"]),
-    )
+    snapshot = _one_queue(tmp_path)
     (tmp_path / "s" / "consumers" / "part-00001.csv").write_text("group,topic,client_id\ng,t,b\n")
     done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"))
     assert done.returncode == 2
@@ -67,12 +67,7 @@ def test_partitions_below_one_is_exit_code_2(capsys) -> None:
 
 
 def test_unknown_strategy_argument_is_exit_code_2(tmp_path) -> None:
-    snapshot = make_snapshot(
-        tmp_path / "s",
-        brokers=broker_rows("b"),
-        topic_queues=queue_rows("t", {"b": 1}),
-        consumers=consumer_rows("g", "t", ["a"]),
-    )
+    snapshot = _one_queue(tmp_path)
     done = _run(
         "simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--strategies", "AVG,NOPE"
     )
@@ -81,12 +76,7 @@ def test_unknown_strategy_argument_is_exit_code_2(tmp_path) -> None:
 
 
 def test_wrong_column_type_is_exit_code_2_naming_table_and_column(spark, tmp_path, capsys) -> None:
-    snapshot = make_snapshot(
-        tmp_path / "s",
-        brokers=broker_rows("b"),
-        topic_queues=queue_rows("t", {"b": 1}),
-        consumers=consumer_rows("g", "t", ["a"]),
-    )
+    snapshot = _one_queue(tmp_path)
     pq.write_table(
         pa.table({"broker_name": ["b"], "alive": ["yes"]}), f"{snapshot}/brokers/part-00000.parquet"
     )
