@@ -222,7 +222,9 @@ GROUP_METRIC_FIELDS = (
     StructField("unassigned_queues", LONG, False),
     StructField("multi_owned_queues", LONG, False),
     StructField("duplicate_client_ids", LONG, False),
-    StructField("error", STRING, True),  # what the real client throws, if it does
+    # What the real client throws, if it does, or why rmqsim does not simulate the group
+    # (strategies.batch.RMQSIM_REFUSES starts such a message).
+    StructField("error", STRING, True),
     # Backlog (messages not yet consumed, from offsets): null where the group has no offsets rows.
     StructField("backlog", LONG, True),  # over the group's queues in this topic
     StructField("min_backlog", LONG, True),  # per consumer, over the queues it owns

@@ -138,7 +138,7 @@ def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFram
             return conform(spark.read.parquet(path), spec)
         except InputError:
             raise
-        except Exception as e:  # AnalysisException; a Java error for a file that is not Parquet
+        except Exception as e:  # AnalysisException; a Java error for a Parquet file with a broken footer
             raise InputError(spec.name, None, f"cannot read {path} as Parquet: {_first_line(e)}") from None
     for candidate in _candidates(snapshot, spec.name):
         try:
