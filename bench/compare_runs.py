@@ -1,0 +1,170 @@
+"""Check that a refactor changed nothing rmqsim computes: every table of two runs must be equal.
+
+Run the old code and the new code on the same input, then compare the two output directories:
+
+    python bench/compare_runs.py OLD_RUN NEW_RUN [--float-tolerance 0] [--show 5]
+
+Each Parquet dataset in a run directory is a table (hive partitions `scenario=.../strategy=...` are read as
+strings); charts/, report.html and other files are skipped, hidden and _underscore entries ignored. Tables
+are compared by schema (names and types, in order) and by rows as a multiset: row order and part-file
+layout do not matter, values must be equal (null equals null, NaN equals NaN, floats exactly unless
+--float-tolerance; nested values compare by their canonical JSON). Exit 0 if every table is equal, 1 if
+any differs, 2 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+
+def visible(path: Path, root: Path) -> bool:
+    # Spark's _SUCCESS and .crc files (and anything under such names) are bookkeeping, not data.
+    return not any(part.startswith(("_", ".")) for part in path.relative_to(root).parts)
+
+
+def data_files(path: Path) -> Iterator[Path]:
+    return (f for f in path.rglob("*.parquet") if visible(f, path)) if path.is_dir() else iter(())
+
+
+def read_table(path: Path) -> pa.Table | None:
+    """The dataset under path (None if there is none), partition columns as strings, never inferred ints."""
+    if not (files := sorted(data_files(path))):
+        return None
+    keys = [part.split("=", 1)[0] for part in files[0].relative_to(path).parts[:-1] if "=" in part]
+    hive = ds.partitioning(pa.schema([(key, pa.string()) for key in keys]), flavor="hive")
+    found = ds.dataset(
+        [str(f) for f in files], format="parquet", partitioning=hive, partition_base_dir=str(path)
+    )
+    return found.to_table()
+
+
+def schema_diff(old: pa.Schema, new: pa.Schema) -> str | None:
+    if [(f.name, f.type) for f in old] == [(f.name, f.type) for f in new]:
+        return None
+    old_types, new_types = {f.name: f.type for f in old}, {f.name: f.type for f in new}
+    gone, added = [n for n in old.names if n not in new_types], [n for n in new.names if n not in old_types]
+    retyped = [f"{n} {t} -> {new_types[n]}" for n, t in old_types.items() if new_types.get(n, t) != t]
+    parts = [
+        f"{what}: {', '.join(names)}"
+        for what, names in (("only in old", gone), ("only in new", added), ("types", retyped))
+        if names
+    ]
+    return "schema " + ("; ".join(parts) or "column order differs")
+
+
+def canonical(table: pa.Table) -> pa.Table:
+    """Nested columns (lists, structs, maps) as canonical JSON strings, so every column sorts and groups;
+    all columns nullable, as Spark's nullability flags are not values (and would stop concatenation)."""
+    table = table.cast(pa.schema([field.with_nullable(True) for field in table.schema]))
+    for i, field in enumerate(table.schema):
+        if pa.types.is_nested(field.type):
+            text = [
+                None if v is None else json.dumps(v, sort_keys=True, default=str)
+                for v in table[i].to_pylist()
+            ]
+            table = table.set_column(i, field.name, pa.array(text, pa.string()))
+    return table
+
+
+def row_order(table: pa.Table) -> pa.Array:
+    # Floats sort last, so rows equal within the tolerance still line up by their exact columns.
+    names = sorted(table.column_names, key=lambda n: pa.types.is_floating(table.schema.field(n).type))
+    return pc.sort_indices(table, sort_keys=[(n, "ascending") for n in names])  # nulls last
+
+
+def mismatches(
+    old: pa.Table, old_rows: pa.Array, new: pa.Table, new_rows: pa.Array, tol: float
+) -> np.ndarray:
+    """Positions i where rows old[old_rows[i]] and new[new_rows[i]] differ (null == null, NaN == NaN, floats
+    within tol). Taking one column at a time keeps a single sorted copy of one column in memory."""
+    differ = pa.repeat(False, len(old_rows))
+    for name in old.column_names:
+        a, b = old[name].take(old_rows), new[name].take(new_rows)
+        same = pc.equal(a, b)
+        if pa.types.is_floating(a.type):
+            close = pc.less_equal(pc.abs(pc.subtract(a, b)), tol)
+            same = pc.or_kleene(pc.or_kleene(same, close), pc.and_(pc.is_nan(a), pc.is_nan(b)))
+        same = pc.or_(pc.fill_null(same, False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        differ = pc.or_(differ, pc.invert(same))
+    return np.flatnonzero(differ.to_numpy(zero_copy_only=False))
+
+
+def surplus(old: pa.Table, new: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Rows (with multiplicity) of old missing from new, and of new missing from old: exact multiset diff."""
+    side = pa.array(np.repeat([1, -1], [len(old), len(new)]))  # +1 per old copy, -1 per new copy
+    both = pa.concat_tables([old, new]).append_column("__side", side)
+    counts = both.group_by(old.column_names, use_threads=False).aggregate([("__side", "sum")])
+    extra, rows = counts["__side_sum"].to_numpy(), counts.select(old.column_names)
+    picked = [rows.take(np.repeat(np.arange(len(rows)), np.maximum(n, 0))) for n in (extra, -extra)]
+    return picked[0].take(row_order(picked[0])), picked[1].take(row_order(picked[1]))
+
+
+def compare(old: pa.Table, new: pa.Table, tol: float) -> tuple[str | None, pa.Table, pa.Table]:
+    """None when equal, else the reason; with the rows only in old and only in new."""
+    if reason := schema_diff(old.schema, new.schema):
+        return reason, old.slice(0, 0), new.slice(0, 0)
+    old, new = canonical(old), canonical(new)
+    old_order, new_order, common = row_order(old), row_order(new), min(len(old), len(new))
+    head = mismatches(old, old_order[:common], new, new_order[:common], tol)
+    prefix = int(head[0]) if head.size else common
+    if len(old) == len(new) == prefix:
+        return None, old.slice(0, 0), new.slice(0, 0)
+    # Rows matching at both ends of the sorted tables pair up; only the middle needs a multiset diff.
+    tail = mismatches(old, old_order[len(old) - common :], new, new_order[len(new) - common :], tol)
+    suffix = min(common - 1 - int(tail[-1]) if tail.size else common, common - prefix)
+    only_old, only_new = surplus(
+        old.take(old_order[prefix : len(old) - suffix]), new.take(new_order[prefix : len(new) - suffix])
+    )
+    return f"rows only in old: {len(only_old)}, only in new: {len(only_new)}", only_old, only_new
+
+
+def report(
+    name: str, old: pa.Table | None, new: pa.Table | None, args: argparse.Namespace
+) -> tuple[bool, list[str]]:
+    """Whether the table is equal; its result line, then example rows found in one run only."""
+    line = f"{name:<20}  {'-' if old is None else len(old):>9}  {'-' if new is None else len(new):>9}  "
+    if old is None or new is None:
+        return False, [line + f"DIFFERENT (table only in {'old' if new is None else 'new'} run)"]
+    reason, only_old, only_new = compare(old, new, args.float_tolerance)
+    examples = [
+        f"    only in {side}: {row}"
+        for side, rows in (("old", only_old), ("new", only_new))
+        for row in rows.slice(0, args.show).to_pylist()
+    ]
+    return reason is None, [line + ("equal" if reason is None else f"DIFFERENT ({reason})"), *examples]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old_run", type=Path)
+    parser.add_argument("new_run", type=Path)
+    parser.add_argument("--float-tolerance", type=float, default=0.0, help="max |old - new| of equal floats")
+    parser.add_argument("--show", type=int, default=5, help="example rows to print per side")
+    args = parser.parse_args(argv)
+    runs = (args.old_run, args.new_run)
+    if missing := [str(run) for run in runs if not run.is_dir()]:
+        parser.error(f"not a directory: {', '.join(missing)}")  # exits 2
+    names = sorted({p.name for run in runs for p in run.iterdir() if visible(p, run)})
+    tables = [n for n in names if any(next(data_files(run / n), None) for run in runs)]
+    print(f"{'table':<20}  {'rows_old':>9}  {'rows_new':>9}  result")
+    all_equal = True
+    for name in tables:
+        equal, lines = report(name, read_table(args.old_run / name), read_table(args.new_run / name), args)
+        all_equal &= equal
+        print("\n".join(lines), flush=True)
+    if skipped := [n + "/" * any((run / n).is_dir() for run in runs) for n in names if n not in tables]:
+        print("skipped (not tables): " + ", ".join(skipped))
+    return 0 if all_equal else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
