@@ -38,7 +38,8 @@ from bench_simulate import (
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, config, session, simulate
+from rmqsim import config, session, simulate
+from rmqsim.stage import spark as stage
 
 
 def stage_job(
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out, floor_out = workdir / "allocation-out", workdir / "allocation-floor"
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
     built = simulate.build_group_routes(spark, cfg)
-    staged = allocation.partition_by_group(
+    staged = stage.partition_by_group(
         built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_simulate import MASTER, STRATEGIES, ensure_snapshot, floor_job, simulate_job, snapshot_dir, timed
 
-from rmqsim import config, generate, schemas, session
+from rmqsim import config, schemas, session
+from rmqsim.snapshot import write
 
 HUGE_BROKERS, HUGE_QUEUES_PER_BROKER, HUGE_CLIENTS = 100, 2_000, 2_000
 HUGE_STRATEGIES = "AVG,AVG_BY_CIRCLE,CONSISTENT_HASH,STICKY"
@@ -70,11 +71,11 @@ def huge_snapshot(path: Path) -> Path:
     brokers = [f"broker-{i:03d}" for i in range(HUGE_BROKERS)]
     clients = [f"10.{i // 250}.{i % 250}.1@{4000 + i}" for i in range(HUGE_CLIENTS)]
     tables = {
-        "brokers": generate.arrow_table(
+        "brokers": write.arrow_table(
             schemas.BROKERS,
             {"broker_name": brokers, "broker_id": [0] * len(brokers), "alive": [True] * len(brokers)},
         ),
-        "topic_queues": generate.arrow_table(
+        "topic_queues": write.arrow_table(
             schemas.TOPIC_QUEUES,
             {
                 "topic": ["huge"] * len(brokers),
@@ -84,7 +85,7 @@ def huge_snapshot(path: Path) -> Path:
                 "perm": [6] * len(brokers),
             },
         ),
-        "consumers": generate.arrow_table(
+        "consumers": write.arrow_table(
             schemas.CONSUMERS,
             {
                 "group": ["huge-consumer"] * len(clients),
@@ -94,7 +95,7 @@ def huge_snapshot(path: Path) -> Path:
         ),
     }
     staging = path.with_name(path.name + ".tmp")
-    generate.write_snapshot(tables, str(staging))
+    write.write_snapshot(tables, str(staging))
     staging.rename(path)
     return path
 

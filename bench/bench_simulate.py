@@ -33,7 +33,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, config, generate, metrics, session, simulate
+from rmqsim import config, metrics, session, simulate
+from rmqsim.snapshot import synthetic, write
+from rmqsim.stage import spark as stage
 
 MASTER = "local[2]"
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE")
@@ -68,8 +70,8 @@ def ensure_snapshot(path: Path, rows: int, seed: int) -> bool:
     staging = path.with_name(path.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     # Room-prefixed broker names and queue_config lists, so that MACHINE_ROOM and CONFIG have work.
-    spec = generate.FleetSpec(seed=seed, assignments=rows, room_broker_names=True, queue_config=True)
-    generate.write_snapshot(generate.generate(spec), str(staging))
+    spec = synthetic.FleetSpec(seed=seed, assignments=rows, room_broker_names=True, queue_config=True)
+    write.write_snapshot(synthetic.generate(spec), str(staging))
     staging.rename(path)
     return True
 
@@ -97,7 +99,7 @@ def assignments_only_job(
     def job() -> tuple[float, float]:
         start = time.perf_counter()
         built = simulate.build_group_routes(spark, cfg)
-        staged = allocation.partition_by_group(
+        staged = stage.partition_by_group(
             built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
         )
         try:
@@ -115,7 +117,7 @@ def assignments_only_job(
 def write_assignments(staged: DataFrame, out: Path) -> None:
     """The allocation stage as simulate runs it: the Python pass over the checkpointed routes, the
     explode of the owned lists and the partitioned write of the assignments table."""
-    metrics.assignments(allocation.client_queues(staged)).write.mode("overwrite").partitionBy(
+    metrics.assignments(stage.client_queues(staged)).write.mode("overwrite").partitionBy(
         *simulate.PARTITIONED_BY
     ).parquet(str(out))
 

@@ -1,4 +1,6 @@
-"""Command line: `rmqsim demo | simulate | report | generate | import-mqadmin | validate` (SPEC section 5).
+"""Command line: `rmqsim demo | simulate | report | generate | import-mqadmin | validate`.
+
+Every command and flag is in docs/CONTRACT.md, section 5.
 
 Exit codes: 0 success, 2 bad input (the message names table, column and problem), 1 otherwise.
 """
@@ -39,7 +41,11 @@ def _positive_int(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rmqsim", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="rmqsim",
+        description=__doc__.splitlines()[0],
+        epilog="Tables, columns, scenario steps and commands: docs/CONTRACT.md.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="every strategy and the bundled scenarios on the sample snapshot")
@@ -47,9 +53,9 @@ def parser() -> argparse.ArgumentParser:
     _spark_args(demo)
 
     sim = sub.add_parser("simulate", help="simulate a snapshot")
-    sim.add_argument("--snapshot", required=True, help="snapshot directory (SPEC section 1)")
-    sim.add_argument("--out", required=True, help="output directory (SPEC section 4)")
-    sim.add_argument("--scenarios", help="scenarios YAML file (SPEC section 3)")
+    sim.add_argument("--snapshot", required=True, help="snapshot directory (docs/CONTRACT.md, section 1)")
+    sim.add_argument("--out", required=True, help="output directory (docs/CONTRACT.md, section 4)")
+    sim.add_argument("--scenarios", help="scenarios YAML file (docs/CONTRACT.md, section 3)")
     sim.add_argument(
         "--strategies",
         default="configured",
@@ -140,7 +146,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
-    from rmqsim import config, output, report, session, simulate
+    from rmqsim import config, output, session, simulate
+    from rmqsim.reporting import text
 
     cfg = config.SimulateConfig(
         snapshot=snapshot,
@@ -150,7 +157,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         mode=getattr(args, "mode", "overwrite"),
         partitions=getattr(args, "partitions", None),
     )
-    from rmqsim.snapshot import check_layout
+    from rmqsim.snapshot.load import check_layout
 
     check_layout(snapshot)  # fail on a wrong path or a bad scenarios file before the JVM starts
     simulate.load_scenarios(cfg)
@@ -164,27 +171,25 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         first = min(r["scenario"] for r in result.summary)
         snapshot_rows = [r for r in result.summary if r["scenario"] == first and r["phase"] == 0]
         print(
-            report.format_summary(snapshot_rows).replace(
-                f"scenario {first}, phase 0", "the snapshot (phase 0)"
-            )
+            text.format_summary(snapshot_rows).replace(f"scenario {first}, phase 0", "the snapshot (phase 0)")
         )
         print()
-        print(report.format_comparison(result.comparison))
+        print(text.format_comparison(result.comparison))
         print()
-        print(report.format_recommendation(result.recommendation))
+        print(text.format_recommendation(result.recommendation))
         if result.exposure:
             print()
-            print(report.format_exposure(result.exposure))
+            print(text.format_exposure(result.exposure))
     else:
-        print(report.format_summary(result.summary))
+        print(text.format_summary(result.summary))
     print()
-    print(report.format_reconciliation(result.reconciliation))
+    print(text.format_reconciliation(result.reconciliation))
     print(f"\noutputs in {result.out}")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from rmqsim import charts
+    from rmqsim.reporting import charts
 
     written = charts.write_charts(args.run, group=args.group, scenario=args.scenario)
     if written.moved is None:
@@ -193,16 +198,16 @@ def _report(args: argparse.Namespace) -> int:
         print(f"moved queues per strategy: {written.moved}")
         print(f"load of group {written.group} in scenario {written.scenario}: {written.load}")
     if args.html:
-        from rmqsim import html_report
+        from rmqsim.reporting import html
 
-        print(f"html report: {html_report.write_html(args.run, written)}")
+        print(f"html report: {html.write_html(args.run, written)}")
     return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from rmqsim import generate
+    from rmqsim.snapshot import synthetic, write
 
-    fleet = generate.FleetSpec(
+    fleet = synthetic.FleetSpec(
         seed=args.seed,
         assignments=args.assignments,
         brokers=args.brokers,
@@ -211,7 +216,7 @@ def _generate(args: argparse.Namespace) -> int:
         room_broker_names=args.room_broker_names,
         queue_config=args.queue_config,
     )
-    counts = generate.write_snapshot(generate.generate(fleet), args.out)
+    counts = write.write_snapshot(synthetic.generate(fleet), args.out)
     print(", ".join(f"{table}: {n} rows" for table, n in counts.items()) + f" in {args.out}")
     return 0
 
@@ -229,8 +234,9 @@ def _import_mqadmin(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from rmqsim import config, session, validate
-    from rmqsim.snapshot import check_layout
+    from rmqsim import config, session
+    from rmqsim.snapshot.load import check_layout
+    from rmqsim.validate import run as validate
 
     check_layout(args.snapshot)  # fail on a wrong path before the JVM starts
     profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))

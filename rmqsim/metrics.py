@@ -1,4 +1,4 @@
-"""The output tables (SPEC section 4), all derived from one row per (group, distinct client).
+"""The output tables (docs/CONTRACT.md, section 4), all derived from one row per (group, distinct client).
 
 The allocation stage already counted each client's queues and each group's unowned and
 multi-owned queues, so no metric touches the (much larger) assignment rows.

@@ -1,4 +1,4 @@
-"""Every table's schema, defined once: the snapshot tables read (SPEC section 1) and the outputs.
+"""Every table's schema, defined once: the snapshot tables read (docs/CONTRACT.md, section 1) and the outputs.
 
 Tests import these too, so a column renamed here is renamed everywhere.
 """

@@ -1,4 +1,7 @@
-"""The simulation job: snapshot in, assignments, metrics and rejects out (SPEC sections 4 and 5)."""
+"""The simulation job: snapshot in, assignments, metrics and rejects out.
+
+The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ from dataclasses import dataclass, field, replace
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import allocation, metrics, phases, routes, scenarios, schemas, session, validation
+from rmqsim import metrics, session
 from rmqsim.config import SimulateConfig
-from rmqsim.movement import map_movement
 from rmqsim.output import RunOutput
-from rmqsim.snapshot import Snapshot, load_snapshot
-from rmqsim.validation import check_snapshot
+from rmqsim.scenarios import apply, names, parse
+from rmqsim.snapshot import checks, reconcile
+from rmqsim.snapshot.load import Snapshot, load_snapshot
+from rmqsim.stage import routes
+from rmqsim.stage import spark as stage
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +45,11 @@ def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
         return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
 
 
-def load_scenarios(config: SimulateConfig) -> tuple[scenarios.Scenario, ...]:
+def load_scenarios(config: SimulateConfig) -> tuple[parse.Scenario, ...]:
     """The scenarios to run: the file's, or the snapshot alone as scenario ``baseline``."""
     if not config.scenarios:
-        return (scenarios.Scenario(BASELINE),)
-    return scenarios.load(config.scenarios)
+        return (parse.Scenario(BASELINE),)
+    return parse.load(config.scenarios)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class Staged:
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
     loaded: Snapshot  # as read
-    checked: validation.Checked  # the rows that pass the checks, cached until unpersisted
+    checked: checks.Checked  # the rows that pass the checks, cached until unpersisted
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
 
 
@@ -71,27 +76,27 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps."""
     runs = load_scenarios(config)
     snapshot = snapshot_read(spark, config)
-    checked = check_snapshot(snapshot, configured_strategies=config.strategies is None)
+    checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
     try:
         valid = checked.snapshot
-        wanted = scenarios.referenced(runs)
-        existing = phases.existing_names(valid, wanted, scenarios.counted_groups(runs))
-        scenarios.check_names(runs, existing)
+        wanted = names.referenced(runs)
+        existing = names.existing_names(valid, wanted, names.counted_groups(runs))
+        names.check_names(runs, existing)
     except BaseException:
         checked.unpersist()
         raise
-    staged = phases.phased(valid, runs)
-    by = phases.PHASE
+    staged = apply.phased(valid, runs)
+    by = apply.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
     clients = (
         routes.client_lists(staged.consumers, queue_config=staged.queue_config, by=by)
-        .transform(lambda df: phases.with_left_subscriptions(df, runs))
+        .transform(lambda df: apply.with_left_subscriptions(df, runs))
         .transform(
             lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
         )
     )
     last_phase = {s.name: s.last_phase for s in runs}
-    stale_views = phases.stale_views(valid, runs)
+    stale_views = apply.stale_views(valid, runs)
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
@@ -116,7 +121,8 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     )
 
 
-def _write(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
+def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
+    """One output table, written by a Spark job named after it (the Spark UI tells them apart)."""
     with session.job_description(df.sparkSession, f"rmqsim: {name}"):
         df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
@@ -127,54 +133,54 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     partitions = allocation_partitions(spark, config)
-    staged = allocation.partition_by_group(built.group_routes, partitions=partitions, absent=built.absent)
+    staged = stage.partition_by_group(built.group_routes, partitions=partitions, absent=built.absent)
     # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
     # each checked table on its own would cost more: one query runs their small stages at once.)
     with session.job_description(spark, "rmqsim: check the snapshot, build routes"):
         staged = session.checkpoint(staged)
         route_rows = staged.count()
-    tasks = config.partitions or allocation.python_tasks(route_rows, partitions)
+    tasks = config.partitions or stage.python_tasks(route_rows, partitions)
     routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
     # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
     # Cached, every output table is an explode, a filter or an aggregate of them.
     # (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)
-    client_queues = allocation.client_queues(routes_in).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    client_queues = stage.client_queues(routes_in).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     try:
-        _write(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
+        write_table(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
         group_metrics = metrics.group_metrics(client_queues)
         consumer_load = metrics.consumer_load(client_queues)
-        _write(output, group_metrics, "group_metrics", *PARTITIONED_BY)
-        _write(output, consumer_load, "consumer_load", *PARTITIONED_BY)
-        _write(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
+        write_table(output, group_metrics, "group_metrics", *PARTITIONED_BY)
+        write_table(output, consumer_load, "consumer_load", *PARTITIONED_BY)
+        write_table(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
         comparison: list[dict] = []
         advised: list[dict] = []
         exposed: list[dict] = []
         if with_movement:
             # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
-            movement = routes_in.mapInArrow(map_movement, schemas.MOVEMENT)
-            _write(output, movement, "movement", *PARTITIONED_BY)
+            movement = stage.movement(routes_in)
+            write_table(output, movement, "movement", *PARTITIONED_BY)
             written = metrics.scenario_comparison(
                 spark.read.parquet(output.table("summary")), spark.read.parquet(output.table("movement"))
             )
-            _write(output, written.coalesce(1), "comparison")
+            write_table(output, written.coalesce(1), "comparison")
             tables = ("group_metrics", "consumer_load", "movement")
             advice = metrics.recommendation(*[spark.read.parquet(output.table(t)) for t in tables])
-            _write(output, advice.coalesce(1), "recommendation")
+            write_table(output, advice.coalesce(1), "recommendation")
             advised = [r.asDict() for r in spark.read.parquet(output.table("recommendation")).collect()]
             comparison = [r.asDict() for r in spark.read.parquet(output.table("comparison")).collect()]
             if with_stale_views:
-                _write(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
+                write_table(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
                 risk = metrics.exposure(spark.read.parquet(output.table("split_brain")))
-                _write(output, risk.coalesce(1), "exposure")
+                write_table(output, risk.coalesce(1), "exposure")
                 written = spark.read.parquet(output.table("exposure"))
                 exposed = [r.asDict() for r in metrics.most_exposed_first(written).collect()]
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
-        _write(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
+        write_table(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         # Rejects counted from the written table: recounting the rules would run them all again.
         written = spark.read.parquet(output.table("rejects"))
-        reconciled = validation.reconciliation(built.loaded, built.checked.snapshot, written)
-        _write(output, reconciled.coalesce(1), "reconciliation")
+        reconciled = reconcile.reconciliation(built.loaded, built.checked.snapshot, written)
+        write_table(output, reconciled.coalesce(1), "reconciliation")
         counted = [r.asDict() for r in spark.read.parquet(output.table("reconciliation")).collect()]
         output.publish()
     except BaseException:
@@ -191,5 +197,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
         sorted(advised, key=lambda r: r["group"]),
         exposed,
-        sorted(counted, key=lambda r: validation.TABLES.index(r["table"])),
+        sorted(counted, key=lambda r: reconcile.TABLES.index(r["table"])),
     )

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rmqsim import schemas
-from rmqsim.generate import arrow_table, write_snapshot
+from rmqsim.snapshot.write import arrow_table, write_snapshot
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent.parent / "conf" / "sample_snapshot"
 
@@ -123,7 +123,7 @@ def offsets() -> dict:
     return out
 
 
-def tables() -> dict:
+def _brokers() -> dict:
     brokers = {
         "cluster": [],
         "broker_name": [],
@@ -140,11 +140,19 @@ def tables() -> dict:
             brokers["address"].append(f"10.10.{i}.{broker_id + 1}:10911")
             brokers["machine_room"].append(room)
             brokers["alive"].append(alive)
+    return brokers
+
+
+def _topic_queues() -> dict:
     tq = {"topic": [], "broker_name": [], "read_queue_nums": [], "write_queue_nums": [], "perm": []}
     for topic, per_broker in TOPICS.items():
         for broker, (read, write, perm) in per_broker.items():
             for key, value in zip(tq, (topic, broker, read, write, perm)):
                 tq[key].append(value)
+    return tq
+
+
+def _consumers_and_groups() -> tuple[dict, dict]:
     consumers = {"group": [], "topic": [], "client_id": [], "machine_room": []}
     group_columns = ("strategy", "virtual_node_cnt", "consumer_idcs", "inner_strategy", "message_model")
     groups = {"group": [], **{c: [] for c in group_columns}}
@@ -157,16 +165,25 @@ def tables() -> dict:
             for client_id, room in clients:
                 for key, value in zip(consumers, (group, topic, client_id, room)):
                     consumers[key].append(value)
+    return consumers, groups
+
+
+def _queue_config() -> dict:
     config = {"group": [], "client_id": [], "topic": [], "broker_name": [], "queue_id": []}
     for group, client, topic, broker, ids in QUEUE_CONFIG:
         for queue_id in ids:
             for key, value in zip(config, (group, client, topic, broker, queue_id)):
                 config[key].append(value)
+    return config
+
+
+def tables() -> dict:
+    consumers, groups = _consumers_and_groups()
     return {
         "offsets": arrow_table(schemas.OFFSETS, offsets()),
-        "queue_config": arrow_table(schemas.QUEUE_CONFIG, config),
-        "brokers": arrow_table(schemas.BROKERS, brokers),
-        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, tq),
+        "queue_config": arrow_table(schemas.QUEUE_CONFIG, _queue_config()),
+        "brokers": arrow_table(schemas.BROKERS, _brokers()),
+        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, _topic_queues()),
         "consumers": arrow_table(schemas.CONSUMERS, consumers),
         "groups": arrow_table(schemas.GROUPS, groups),
     }

@@ -1,22 +1,15 @@
-"""One SparkSession for the whole test session (local[2], UI off, UTC), and snapshot builders."""
+"""Fixtures: one SparkSession for the whole test session (local[2], UI off, UTC), a sample run,
+`make package`'s artefacts. The builders of test inputs are in tests/builders.py."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
-from rmqsim import schemas
-from rmqsim.generate import arrow_table, write_snapshot
-
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-# A scenarios file of one step on the sample snapshot, for the tests that check how a run is
-# launched (spark-submit, Airflow) rather than what the bundled scenarios show.
-ONE_SCENARIO = "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_down: {names: [broker-b]}\n"
 
 
 @pytest.fixture(scope="session")
@@ -72,54 +65,3 @@ def packaged(tmp_path_factory) -> Path:
         timeout=300,
     )
     return out
-
-
-def _columns(spec: schemas.TableSpec, rows: Iterable[Mapping[str, object]]) -> dict[str, list]:
-    rows = list(rows)
-    names = [c.name for c in spec.columns if any(c.name in r for r in rows)] or [
-        c.name for c in spec.columns if c.required
-    ]
-    return {n: [r.get(n) for r in rows] for n in names}
-
-
-def make_snapshot(
-    path: Path,
-    *,
-    brokers: Iterable[Mapping[str, object]],
-    topic_queues: Iterable[Mapping[str, object]],
-    consumers: Iterable[Mapping[str, object]],
-    groups: Iterable[Mapping[str, object]] | None = None,
-    queue_config: Iterable[Mapping[str, object]] | None = None,
-    offsets: Iterable[Mapping[str, object]] | None = None,
-) -> str:
-    """Write a snapshot from row dicts; absent optional columns stay absent in the Parquet."""
-    tables = {
-        "brokers": arrow_table(schemas.BROKERS, _columns(schemas.BROKERS, brokers)),
-        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, _columns(schemas.TOPIC_QUEUES, topic_queues)),
-        "consumers": arrow_table(schemas.CONSUMERS, _columns(schemas.CONSUMERS, consumers)),
-    }
-    if groups is not None:
-        tables["groups"] = arrow_table(schemas.GROUPS, _columns(schemas.GROUPS, groups))
-    if queue_config is not None:
-        tables["queue_config"] = arrow_table(
-            schemas.QUEUE_CONFIG, _columns(schemas.QUEUE_CONFIG, queue_config)
-        )
-    if offsets is not None:
-        tables["offsets"] = arrow_table(schemas.OFFSETS, _columns(schemas.OFFSETS, offsets))
-    write_snapshot(tables, str(path))
-    return str(path)
-
-
-def queue_rows(topic: str, brokers: Mapping[str, int], perm: int = 6) -> list[dict]:
-    return [
-        {"topic": topic, "broker_name": b, "read_queue_nums": n, "write_queue_nums": n, "perm": perm}
-        for b, n in brokers.items()
-    ]
-
-
-def consumer_rows(group: str, topic: str, client_ids: Iterable[str]) -> list[dict]:
-    return [{"group": group, "topic": topic, "client_id": c} for c in client_ids]
-
-
-def broker_rows(*names: str, alive: bool = True) -> list[dict]:
-    return [{"broker_name": n, "broker_id": 0, "alive": alive} for n in names]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ONE_SCENARIO
+from tests.builders import ONE_SCENARIO
 
 ROOT = Path(__file__).resolve().parent.parent
 DAG_ID = "rmqsim_daily"

@@ -7,50 +7,10 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
-from rmqsim.allocation import (
-    OPTIONAL,
-    ROUTES_PER_TASK,
-    client_queue_batches,
-    map_client_queues,
-    python_tasks,
-    whole_groups,
-    with_absent_columns,
-)
-
-
-def _routes(rows: list[tuple], model: str = "CLUSTERING") -> pa.RecordBatch:
-    """Route rows (strategy, topic, group, brokers, read counts, clients) with default parameters."""
-    full = [
-        (
-            "s",
-            0,
-            [s],
-            [],
-            topic,
-            group,
-            b,
-            n,
-            [None] * len(b),
-            c,
-            [None] * len(c),
-            [None] * len(c),
-            10,
-            None,
-            "AVG",
-            model,
-            0,
-            False,
-            None,
-            None,
-            None,
-        )
-        for s, topic, group, b, n, c in rows
-    ]
-    columns = list(zip(*full)) or [[] for _ in schemas.GROUP_ROUTES]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(c), type=f.type) for c, f in zip(columns, to_arrow_schema(schemas.GROUP_ROUTES))],
-        schema=to_arrow_schema(schemas.GROUP_ROUTES),
-    )
+from rmqsim.stage.batches import OPTIONAL, whole_groups, with_absent_columns
+from rmqsim.stage.client_queues import client_queue_batches
+from rmqsim.stage.spark import ROUTES_PER_TASK, map_client_queues, python_tasks
+from tests.builders import route, route_batch
 
 
 def _pandas(batches: list[pa.RecordBatch], schema):
@@ -78,12 +38,22 @@ def group_rows(rows: pa.RecordBatch):
 
 
 def test_mixed_strategies_and_groups_in_one_batch() -> None:
-    pdf = _routes(
+    pdf = route_batch(
         [
-            ("AVG", "t1", "g", ["a", "b"], [2, 1], ["x", "y"]),  # mqAll a0 a1 b0: x gets a0 a1, y gets b0
-            ("AVG_BY_CIRCLE", "t1", "g", ["a", "b"], [2, 1], ["x", "y"]),  # x: a0 b0, y: a1
-            ("AVG", "t2", "h", [], [], ["z"]),  # no readable queue: the client throws, nothing owned
-            ("AVG_BY_CIRCLE", "t3", "k", ["c"], [1], ["p", "q"]),  # q idle
+            # mqAll a0 a1 b0: x gets a0 a1, y gets b0
+            route(strategies=["AVG"], topic="t1", group="g", brokers={"a": 2, "b": 1}, clients=["x", "y"]),
+            # x: a0 b0, y: a1
+            route(
+                strategies=["AVG_BY_CIRCLE"],
+                topic="t1",
+                group="g",
+                brokers={"a": 2, "b": 1},
+                clients=["x", "y"],
+            ),
+            # no readable queue: the client throws, nothing owned
+            route(strategies=["AVG"], topic="t2", group="h", brokers={}, clients=["z"]),
+            # q idle
+            route(strategies=["AVG_BY_CIRCLE"], topic="t3", group="k", brokers={"c": 1}, clients=["p", "q"]),
         ]
     )
     got = assignment_rows(pdf)
@@ -111,7 +81,10 @@ def test_mixed_strategies_and_groups_in_one_batch() -> None:
 
 
 def test_duplicate_ids_leave_the_second_copys_share_unowned() -> None:
-    pdf = _routes([("AVG", "t", "g", ["b"], [6], ["a", "a", "c"])])  # a: 0 1, (a): 2 3, c: 4 5
+    # a: 0 1, (a): 2 3, c: 4 5
+    pdf = route_batch(
+        [route(strategies=["AVG"], topic="t", group="g", brokers={"b": 6}, clients=["a", "a", "c"])]
+    )
     got = assignment_rows(pdf)
     assert sorted(zip(got.client_id, got.queue_id)) == [("a", 0), ("a", 1), ("c", 4), ("c", 5)]
     summary = group_rows(pdf)
@@ -120,17 +93,15 @@ def test_duplicate_ids_leave_the_second_copys_share_unowned() -> None:
 
 
 def test_empty_batch() -> None:
-    got = assignment_rows(_routes([]))
+    got = assignment_rows(route_batch([]))
     assert got.empty and list(got.columns) == schemas.ASSIGNMENTS.fieldNames()
 
 
 def test_whole_groups_never_splits_a_group_across_batches() -> None:
-    rows = _routes(
-        [
-            ("AVG", f"t{i}", g, ["b"], [1], ["c"])
-            for g, n in (("g1", 3), ("g2", 4), ("g3", 1))
-            for i in range(n)
-        ]
+    rows = route_batch(
+        route(strategies=["AVG"], topic=f"t{i}", group=g, brokers={"b": 1}, clients=["c"])
+        for g, n in (("g1", 3), ("g2", 4), ("g3", 1))
+        for i in range(n)
     )
     cuts = [rows.slice(0, 2), rows.slice(2, 3), rows.slice(5, 1), rows.slice(6, 2)]  # as Spark might cut
     batches = list(whole_groups(iter(cuts)))
@@ -144,12 +115,10 @@ def test_whole_groups_never_splits_a_group_across_batches() -> None:
 
 def test_whole_groups_takes_contiguous_groups_in_any_order() -> None:
     # Two coalesced partitions, each sorted: g2, g3 then g1. Contiguous is enough.
-    rows = _routes(
-        [
-            ("AVG", f"t{i}", g, ["b"], [1], ["c"])
-            for g, n in (("g2", 2), ("g3", 3), ("g1", 2))
-            for i in range(n)
-        ]
+    rows = route_batch(
+        route(strategies=["AVG"], topic=f"t{i}", group=g, brokers={"b": 1}, clients=["c"])
+        for g, n in (("g2", 2), ("g3", 3), ("g1", 2))
+        for i in range(n)
     )
     cuts = [rows.slice(0, 3), rows.slice(3, 3), rows.slice(6, 1)]  # g2 g2 g3 | g3 g3 g1 | g1
     batches = [b.column("group").to_pylist() for b in whole_groups(iter(cuts))]
@@ -166,10 +135,10 @@ def test_a_small_fleet_runs_on_fewer_python_tasks() -> None:
 def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
     # Two topics of 5 queues, clients a and b: AVG gives a 3 + 3, b 2 + 2.
     pdf = client_queue_rows(
-        _routes(
+        route_batch(
             [
-                ("AVG", "t1", "g", ["x"], [5], ["a", "b"]),
-                ("AVG", "t2", "g", ["x"], [5], ["a", "b"]),
+                route(strategies=["AVG"], topic="t1", group="g", brokers={"x": 5}, clients=["a", "b"]),
+                route(strategies=["AVG"], topic="t2", group="g", brokers={"x": 5}, clients=["a", "b"]),
             ]
         )
     )
@@ -188,7 +157,18 @@ def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
 
 
 def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
-    rows = _routes([("AVG", "t", "g", ["b"], [3], ["x", "y"])], model="BROADCASTING")
+    rows = route_batch(
+        [
+            route(
+                strategies=["AVG"],
+                topic="t",
+                group="g",
+                brokers={"b": 3},
+                clients=["x", "y"],
+                message_model="BROADCASTING",
+            )
+        ]
+    )
     got = assignment_rows(rows)
     assert sorted(zip(got.client_id, got.queue_id)) == [(c, q) for c in "xy" for q in range(3)]
     assert client_queue_rows(rows).queues.tolist() == [3, 3]
@@ -198,7 +178,12 @@ def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
 def test_config_reports_no_error_where_it_throws_none() -> None:
     # ByConfig checks nothing: with no readable queue it still returns the configured list, so the
     # group has no error (AVG on the same route reports the client's "mqAll is null or mqAll empty").
-    rows = _routes([("CONFIG", "t", "g", [], [], ["x"]), ("AVG", "u", "h", [], [], ["y"])])
+    rows = route_batch(
+        [
+            route(strategies=["CONFIG"], topic="t", group="g", brokers={}, clients=["x"]),
+            route(strategies=["AVG"], topic="u", group="h", brokers={}, clients=["y"]),
+        ]
+    )
     summary = client_queue_rows(rows).set_index("strategy")
     assert summary.loc["CONFIG"].error is None
     assert summary.loc["AVG"].error == "mqAll is null or mqAll empty"
@@ -207,14 +192,27 @@ def test_config_reports_no_error_where_it_throws_none() -> None:
 def test_config_lists_line_up_with_their_clients_when_some_rows_have_none() -> None:
     # Row 1 has no client_configs at all (a snapshot without queue_config), row 2 configures
     # y with [b1, b0] and z with nothing: only y owns queues, in its configured order.
-    rows = _routes(
-        [("CONFIG", "t", "g", ["b"], [2], ["w", "x"]), ("CONFIG", "t", "h", ["b"], [2], ["y", "z"])]
+    y_list = [{"broker_name": "b", "queue_id": 1}, {"broker_name": "b", "queue_id": 0}]
+    rows = route_batch(
+        [
+            route(
+                strategies=["CONFIG"],
+                topic="t",
+                group="g",
+                brokers={"b": 2},
+                clients=["w", "x"],
+                client_configs=None,
+            ),
+            route(
+                strategies=["CONFIG"],
+                topic="t",
+                group="h",
+                brokers={"b": 2},
+                clients=["y", "z"],
+                client_configs=[y_list, None],
+            ),
+        ]
     )
-    configs = pa.array(
-        [None, [[{"broker_name": "b", "queue_id": 1}, {"broker_name": "b", "queue_id": 0}], None]],
-        type=rows.schema.field("client_configs").type,
-    )
-    rows = rows.set_column(rows.schema.get_field_index("client_configs"), "client_configs", configs)
     got = assignment_rows(rows)
     assert list(zip(got.client_id, got.queue_id)) == [("y", 1), ("y", 0)]
 
@@ -222,10 +220,15 @@ def test_config_lists_line_up_with_their_clients_when_some_rows_have_none() -> N
 def test_backlog_per_client_and_its_skew_from_offsets() -> None:
     # AVG: x owns b0 b1 (10 + 20 = 30 messages behind), y owns b2 b3 (30 + 60 = 90): min 30,
     # max 90, mean 60, population stddev 30, max/mean 1.5; the group is 120 behind.
-    rows = _routes([("AVG", "t", "g", ["b"], [4], ["x", "y"]), ("AVG", "u", "h", ["b"], [1], ["z"])])
     lags = [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate((10, 20, 30, 60))]
-    column = pa.array([lags, None], type=rows.schema.field("backlogs").type)  # h: no offsets
-    rows = rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+    rows = route_batch(
+        [
+            route(
+                strategies=["AVG"], topic="t", group="g", brokers={"b": 4}, clients=["x", "y"], backlogs=lags
+            ),
+            route(strategies=["AVG"], topic="u", group="h", brokers={"b": 1}, clients=["z"]),  # h: no offsets
+        ]
+    )
     got = client_queue_rows(rows).set_index("client_id")
     g = got.loc["x"]
     assert (g.backlog, g.min_backlog, g.max_backlog, g.mean_backlog) == (120, 30, 90, 60.0)
@@ -237,14 +240,27 @@ def test_backlog_per_client_and_its_skew_from_offsets() -> None:
 def test_optional_columns_left_out_of_the_input_change_no_output() -> None:
     # A run without offsets, CONFIG lists or stale views ships its routes without those columns:
     # the client rows must be exactly those of the same routes with the columns present and null.
-    rows = _routes(
+    # client_configs null for the row, as without queue_config
+    rows = route_batch(
         [
-            ("AVG", "t", "g", ["b0", "b1"], [3, 2], ["x", "y", "z"]),
-            ("AVG_BY_CIRCLE", "u", "h", ["b"], [4], ["w"]),
+            route(
+                strategies=["AVG"],
+                topic="t",
+                group="g",
+                brokers={"b0": 3, "b1": 2},
+                clients=["x", "y", "z"],
+                client_configs=None,
+            ),
+            route(
+                strategies=["AVG_BY_CIRCLE"],
+                topic="u",
+                group="h",
+                brokers={"b": 4},
+                clients=["w"],
+                client_configs=None,
+            ),
         ]
     )
-    at = rows.schema.get_field_index("client_configs")  # null for the row, as without queue_config
-    rows = rows.set_column(at, "client_configs", pa.nulls(2, rows.schema.field(at).type))
     shipped = rows.drop_columns(list(OPTIONAL))
     assert with_absent_columns(shipped).equals(rows)
     full = pa.Table.from_batches(list(map_client_queues(iter([rows]))))

@@ -14,8 +14,8 @@ import pytest
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig
-from rmqsim.snapshot import load_snapshot
-from tests.conftest import make_snapshot
+from rmqsim.snapshot.load import load_snapshot
+from tests.builders import make_snapshot
 
 
 def _tq(topic, broker, read=4, write=4, perm=6) -> dict:

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.cli import main
-from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
 
 RMQSIM = [sys.executable, "-m", "rmqsim.cli"]
 ROOT = Path(__file__).resolve().parent.parent

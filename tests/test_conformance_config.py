@@ -15,14 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rmqsim.strategies import GroupBatch, distinct_callers, registry
-from rmqsim.strategies import config as config_strategy
-from rmqsim.strategies.batch import Callers, as_objects
+from rmqsim.arrays import as_objects
+from rmqsim.strategies import GroupBatch, by_config, distinct_callers, registry
+from rmqsim.strategies.batch import Callers
 from rmqsim.strategies.registry import Strategy, allocate
 from tests.conformance import queues, records, unit_examples
 
 # Not registered yet: ByConfig makes none of the common argument checks.
-CONFIG = Strategy(config_strategy.NAME, config_strategy.allocate, checks_arguments=False)
+CONFIG = Strategy(by_config.NAME, by_config.allocate, checks_arguments=False)
 
 Queue = tuple[str, int]
 

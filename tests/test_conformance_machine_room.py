@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from rmqsim import strategies
+from rmqsim.arrays import as_objects
 from rmqsim.strategies import GroupBatch, distinct_callers, machine_room, registry
-from rmqsim.strategies.batch import as_objects
 from tests.conformance import assert_single_call, queues, records, unit_examples
 
 NAME = "MACHINE_ROOM"

@@ -14,6 +14,7 @@ import pytest
 
 from rmqsim import strategies
 from rmqsim.strategies import GroupBatch, distinct_callers, machine_room_nearby, registry
+from rmqsim.strategies.params import ParamValues
 from rmqsim.strategies.registry import Strategy, allocate
 from tests.conformance import assert_single_call, java_split, queues, records, resolve, unit_examples
 
@@ -125,7 +126,11 @@ def test_arrow_strings_give_the_same_result() -> None:
         queue_id=batch.queue_id,
         client_offsets=batch.client_offsets,
         client_ids=pa.array(batch.client_ids.tolist(), pa.string()),
-        params={k: pa.array(v.tolist(), pa.string()) for k, v in batch.params.items()},
+        params=ParamValues(
+            queue_room=pa.array(batch.params.queue_room.tolist(), pa.string()),
+            client_room=pa.array(batch.params.client_room.tolist(), pa.string()),
+            inner_strategy=pa.array(batch.params.inner_strategy.tolist(), pa.string()),
+        ),
     )
     assert _results(arrow) == _results(batch)
 

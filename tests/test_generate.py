@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pyarrow.compute as pc
 
-from rmqsim.generate import FleetSpec, generate
+from rmqsim.snapshot.synthetic import FleetSpec, generate
 
 CLIENT_ID = re.compile(r"^10\.\d+\.\d+\.\d+@\d+#\d{10}$")
 

@@ -13,8 +13,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from rmqsim import html_report, results
 from rmqsim.cli import main
+from rmqsim.reporting import html as html_report
+from rmqsim.reporting import results
 from rmqsim.strategies import STRATEGIES
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -175,7 +176,7 @@ def test_page_renders_in_headless_chromium(page, tmp_path) -> None:
 
 
 def _no_charts():
-    from rmqsim.charts import Charts
+    from rmqsim.reporting.charts import Charts
 
     return Charts(None, None, None, None)
 

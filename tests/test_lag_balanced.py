@@ -6,24 +6,25 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqsim.allocation import client_queue_batches
-from tests.test_allocation import _routes
-
-
-def _with_backlogs(rows: pa.RecordBatch, backlogs: list[list[int] | None]) -> pa.RecordBatch:
-    """Backlog of queue q of broker b for each row (one broker per row here)."""
-    values = [
-        None
-        if lags is None
-        else [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate(lags)]
-        for lags in backlogs
-    ]
-    column = pa.array(values, type=rows.schema.field("backlogs").type)
-    return rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+from rmqsim.stage.client_queues import client_queue_batches
+from tests.builders import route, route_batch
 
 
 def _metrics(strategy: str, lags: list[int], clients: list[str]):
-    rows = _with_backlogs(_routes([(strategy, "t", "g", ["b"], [len(lags)], clients)]), [lags])
+    # Backlog of queue q of the route's one broker b.
+    backlogs = [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate(lags)]
+    rows = route_batch(
+        [
+            route(
+                strategies=[strategy],
+                topic="t",
+                group="g",
+                brokers={"b": len(lags)},
+                clients=clients,
+                backlogs=backlogs,
+            )
+        ]
+    )
     got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
     return got.iloc[0], got
 
@@ -63,6 +64,8 @@ def test_no_client_ends_above_the_greedy_bound(lags, n_clients) -> None:
 
 
 def test_without_offsets_it_deals_queues_like_avg_by_circle() -> None:
-    rows = _routes([("LAG_BALANCED", "t", "g", ["b"], [7], ["x", "y", "z"])])
+    rows = route_batch(
+        [route(strategies=["LAG_BALANCED"], topic="t", group="g", brokers={"b": 7}, clients=["x", "y", "z"])]
+    )
     got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas().set_index("client_id")
     assert got.queues.to_dict() == {"x": 3, "y": 2, "z": 2}

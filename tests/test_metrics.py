@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from rmqsim import schemas, simulate
 from rmqsim.config import SimulateConfig
-from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
 
 
 def _run(spark, tmp_path, strategies=("AVG", "AVG_BY_CIRCLE"), **tables):

@@ -6,42 +6,13 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import schemas
-from rmqsim.movement import movement_batches
-
-ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
-
-
-def _rows(phases: list[tuple[dict[str, int], list[str]]], strategy: str, model: str = "CLUSTERING"):
-    """One (topic t, group g) route per phase: ({broker: read queues}, client ids)."""
-    last = len(phases) - 1
-    rows = [
-        (
-            "s",
-            k,
-            [strategy],
-            [],
-            "t",
-            "g",
-            list(b),
-            list(b.values()),
-            [None] * len(b),
-            c,
-            [None] * len(c),
-            None,
-        )
-        + (10, None, "AVG", model, last, False, None, None, None)
-        for k, (b, c) in enumerate(phases)
-    ]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(col), type=f.type) for col, f in zip(zip(*rows), ROUTES)], schema=ROUTES
-    )
+from rmqsim.stage.movement import movement_batches
+from tests.builders import phase_routes, route, route_batch
 
 
 def _movement(phases, strategy):
-    out = pa.Table.from_batches(movement_batches(_rows(phases, strategy))).to_pandas()
+    out = pa.Table.from_batches(movement_batches(phase_routes(phases, strategy))).to_pandas()
     return out.set_index(["from_phase", "to_phase"])
 
 
@@ -85,10 +56,17 @@ def test_broker_down_and_back_under_avg() -> None:
 
 def _configured(lists: list[dict[str, list[int]]]):
     """CONFIG rows, one per phase: every client's configured queues of broker b (4 queues)."""
-    rows = _rows([({"b": 4}, sorted(c)) for c in lists], "CONFIG")
-    configs = [[[{"broker_name": "b", "queue_id": q} for q in c[i]] for i in sorted(c)] for c in lists]
-    column = pa.array(configs, type=rows.schema.field("client_configs").type)
-    rows = rows.set_column(rows.schema.get_field_index("client_configs"), "client_configs", column)
+    rows = route_batch(
+        route(
+            phase=k,
+            last_phase=len(lists) - 1,
+            strategies=["CONFIG"],
+            brokers={"b": 4},
+            clients=sorted(c),
+            client_configs=[[{"broker_name": "b", "queue_id": q} for q in c[i]] for i in sorted(c)],
+        )
+        for k, c in enumerate(lists)
+    )
     return pa.Table.from_batches(movement_batches(rows)).to_pandas().set_index(["from_phase", "to_phase"])
 
 
@@ -112,7 +90,7 @@ def test_growing_read_queues_under_avg_by_circle_moves_nothing() -> None:
 
 
 def test_broadcasting_groups_move_only_as_clients_come_and_go() -> None:
-    rows = _rows([({"b": 2}, ["x", "y"]), ({"b": 2}, ["x"])], "AVG", model="BROADCASTING")
+    rows = phase_routes([({"b": 2}, ["x", "y"]), ({"b": 2}, ["x"])], "AVG", message_model="BROADCASTING")
     m = pa.Table.from_batches(movement_batches(rows)).to_pandas().iloc[0]
     assert (m.moved, m.min_moves) == (2, 2)  # both queues lose reader y; no assignment avoids it
 
@@ -148,15 +126,13 @@ def test_expanding_read_queues_under_avg() -> None:
 
 def test_backlog_on_moved_queues() -> None:
     # The broker-down case under AVG: b2:0 and b2:1 move from y to x, b2:2 stays with y.
-    rows = _rows([({"b1": 3, "b2": 3}, ["x", "y"]), ({"b2": 3}, ["x", "y"])], "AVG")
     backlog = [{"broker_name": "b2", "queue_id": q, "backlog": n} for q, n in ((0, 5), (1, 7), (2, 100))]
     backlog.append({"broker_name": "b1", "queue_id": 0, "backlog": 1000})  # gone from the route
-    column = pa.array([backlog, backlog], type=rows.schema.field("backlogs").type)
-    rows = rows.set_column(rows.schema.get_field_index("backlogs"), "backlogs", column)
+    rows = phase_routes([({"b1": 3, "b2": 3}, ["x", "y"]), ({"b2": 3}, ["x", "y"])], "AVG", backlogs=backlog)
     m = pa.Table.from_batches(movement_batches(rows)).to_pandas().iloc[0]
     assert (m.moved, m.moved_backlog) == (2, 12)
     without = pa.Table.from_batches(
-        movement_batches(_rows([({"b": 2}, ["x"]), ({"b": 2}, ["x", "y"])], "AVG"))
+        movement_batches(phase_routes([({"b": 2}, ["x"]), ({"b": 2}, ["x", "y"])], "AVG"))
     )
     assert without.column("moved_backlog").null_count == 1  # no offsets: unknown, not zero
 

@@ -69,14 +69,14 @@ def test_a_run_that_fails_midway_leaves_the_previous_result(spark, tmp_path, mon
     simulate.run(spark, _config(out))
     before = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
 
-    real_write = simulate._write
+    real_write = simulate.write_table
 
     def fail_on_metrics(output, df, name, *by):
         if name == "group_metrics":
             raise RuntimeError("killed")
         real_write(output, df, name, *by)
 
-    monkeypatch.setattr(simulate, "_write", fail_on_metrics)
+    monkeypatch.setattr(simulate, "write_table", fail_on_metrics)
     with pytest.raises(RuntimeError, match="killed"):
         simulate.run(spark, _config(out))
     assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == before

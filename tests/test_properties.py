@@ -11,17 +11,14 @@ input batches, without Spark:
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import schemas
-from rmqsim.allocation import client_queue_batches
+from rmqsim.stage.client_queues import client_queue_batches
 from rmqsim.strategies import STRATEGIES
-from rmqsim.strategies.config import _first_match
+from rmqsim.strategies.by_config import first_match
+from tests.builders import route, route_batch
 
-ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
 ROOMS = ("hz-a", "hz-b")
 ONE_OWNER = {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY", "LAG_BALANCED", "MACHINE_ROOM_NEARBY"}
 
@@ -37,35 +34,37 @@ def group_rows(draw, index: int) -> dict:
     client_ids = [f"10.0.0.{c}@{1000 + c}" for c in clients]
     client_rooms = [draw(st.sampled_from(ROOMS)) for _ in client_ids]
     queues = [(b, q) for b, n in zip(brokers, reads) for q in range(n)]
-    # CONFIG: each client's own list, some queues configured for none.
+    # CONFIG: each client's own list, some queues configured for none. Which ones is drawn, so
+    # that hypothesis' seed alone fixes the example (hash() of strings changes with PYTHONHASHSEED).
     configs = [
-        [{"broker_name": b, "queue_id": q} for b, q in queues if hash((b, q, c)) % 3 == 0] for c in client_ids
+        [{"broker_name": b, "queue_id": q} for b, q in queues if draw(st.booleans())] for _ in client_ids
     ]
-    return {
-        "scenario": "s",
-        "phase": 0,
-        "strategies": list(STRATEGIES),
-        "skipped": [],
-        "topic": f"topic-{index}",
-        "group": f"group-{index}",
-        "broker_names": brokers,
-        "read_queue_nums": reads,
-        "broker_rooms": rooms,
-        "client_ids": client_ids,
-        "client_rooms": client_rooms,
-        "client_configs": configs,
-        "virtual_node_cnt": draw(st.integers(1, 12)),
-        "consumer_idcs": draw(st.lists(st.sampled_from(ROOMS), min_size=1, max_size=2, unique=True)),
-        "inner_strategy": draw(st.sampled_from(["AVG", "AVG_BY_CIRCLE"])),
-        "message_model": "CLUSTERING",
-        "last_phase": 0,
-        "compare": True,
-        "backlogs": [
-            {"broker_name": b, "queue_id": q, "backlog": draw(st.integers(0, 500))} for b, q in queues
-        ],
-        "stale_clients": None,
-        "view_phase": None,
-    }
+    virtual_node_cnt = draw(st.integers(1, 12))
+    consumer_idcs = draw(st.lists(st.sampled_from(ROOMS), min_size=1, max_size=2, unique=True))
+    inner_strategy = draw(st.sampled_from(["AVG", "AVG_BY_CIRCLE"]))
+    backlogs = [{"broker_name": b, "queue_id": q, "backlog": draw(st.integers(0, 500))} for b, q in queues]
+    return route(
+        scenario="s",
+        phase=0,
+        strategies=list(STRATEGIES),
+        skipped=[],
+        topic=f"topic-{index}",
+        group=f"group-{index}",
+        brokers=dict(zip(brokers, reads)),
+        broker_rooms=rooms,
+        clients=client_ids,
+        client_rooms=client_rooms,
+        client_configs=configs,
+        virtual_node_cnt=virtual_node_cnt,
+        consumer_idcs=consumer_idcs,
+        inner_strategy=inner_strategy,
+        message_model="CLUSTERING",
+        last_phase=0,
+        compare=True,
+        backlogs=backlogs,
+        stale_clients=None,
+        view_phase=None,
+    )
 
 
 @st.composite
@@ -76,7 +75,7 @@ def fleets(draw) -> list[dict]:
 def _owned(rows: list[dict]) -> list[tuple]:
     """(strategy, topic, group, client, broker, queue id) of every owned queue, sorted."""
     out = []
-    for batch in client_queue_batches(pa.RecordBatch.from_pylist(rows, schema=ROUTES)):
+    for batch in client_queue_batches(route_batch(rows)):
         for r in batch.to_pylist():
             out += [
                 (r["strategy"], r["topic"], r["group"], r["client_id"], q["broker_name"], q["queue_id"])
@@ -93,7 +92,7 @@ def test_balanced_strategies_give_every_queue_one_owner_and_only_clients_own(row
         queues = sorted((b, q) for b, n in zip(row["broker_names"], row["read_queue_nums"]) for q in range(n))
         mine = [o for o in owned if o[2] == row["group"]]
         assert {o[3] for o in mine} <= set(row["client_ids"])  # only the group's clients
-        for strategy in ONE_OWNER:
+        for strategy in sorted(ONE_OWNER):
             got = sorted((o[4], o[5]) for o in mine if o[0] == strategy)
             assert got == queues, strategy
         in_rooms = [(b, q) for b, q in queues if b.split("@")[0] in row["consumer_idcs"]]
@@ -124,4 +123,4 @@ def test_config_finds_the_first_equal_mq_all_entry_of_each_configured_queue(keys
         first.setdefault(k, i)
     expected = [first.get(q, -1) for q in queries]
     columns = lambda rows: tuple(np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))  # noqa: E731
-    assert list(_first_match(columns(keys), columns(queries))) == expected
+    assert list(first_match(columns(keys), columns(queries))) == expected

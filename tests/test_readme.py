@@ -1,16 +1,21 @@
-"""The README's commands stay true: the two set-up commands come first and every rmqsim example parses."""
+"""The README's commands stay true: the two set-up commands come first, every rmqsim example parses,
+and every YAML scenarios example (README.md, docs/CONTRACT.md) goes through the real scenario parser."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from rmqsim.cli import parser
+from rmqsim.scenarios.parse import parse
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+YAML_DOCS = ("README.md", "docs/CONTRACT.md")  # docs/CONTRACT.md is skipped where it does not exist
 
 
 def _blocks() -> list[str]:
@@ -46,3 +51,35 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("args", _examples(), ids=lambda a: " ".join(a)[:40])
 def test_readme_example_parses(args: list[str]) -> None:
     parser().parse_args(args)
+
+
+def _scenario_files(text: str) -> list[str]:
+    """The ```yaml blocks that are whole scenarios files (a top-level `scenarios:` key); the others
+    are fragments, such as one scenario or one step, that the parser does not take alone."""
+    fenced = re.findall(r"^([ \t]*)```ya?ml[^\n]*\n(.*?)^\1```", text, flags=re.S | re.M)
+    blocks = [textwrap.dedent(body) for _, body in fenced]
+    return [b for b in blocks if re.search(r"^scenarios:", b, flags=re.M)]
+
+
+def _yaml_cases() -> list:
+    cases = []
+    for doc in YAML_DOCS:
+        path = ROOT / doc
+        if not path.exists():
+            cases.append(pytest.param(doc, None, id=doc, marks=pytest.mark.skip(reason=f"no {doc}")))
+            continue
+        cases += [
+            pytest.param(doc, b, id=f"{doc}-{i}") for i, b in enumerate(_scenario_files(path.read_text()))
+        ]
+    return cases
+
+
+def test_the_readme_has_a_yaml_scenarios_example() -> None:
+    assert _scenario_files(README)
+
+
+@pytest.mark.parametrize(("doc", "block"), _yaml_cases())
+def test_yaml_scenarios_example_parses(doc: str, block: str) -> None:
+    scenarios = parse(block, source=doc)
+    assert len(scenarios) >= 1
+    assert all(len(s.steps) >= 1 for s in scenarios)

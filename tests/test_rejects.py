@@ -7,9 +7,9 @@ import json
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig
-from rmqsim.snapshot import load_snapshot
-from rmqsim.validation import check_snapshot
-from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+from rmqsim.snapshot.checks import check_snapshot
+from rmqsim.snapshot.load import load_snapshot
+from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
 
 
 def _snapshot(tmp_path) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rmqsim import metrics, results
+from rmqsim import metrics
 from rmqsim.errors import InputError
+from rmqsim.reporting import results
 
 
 def test_the_exposure_table_is_the_split_brain_aggregated_most_exposed_first(spark, sample_run) -> None:

@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig
+from tests.builders import make_snapshot
 from tests.conformance import records, resolve
-from tests.conftest import make_snapshot
 
 PER_STRATEGY = 60
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONFIG", "CONSISTENT_HASH", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY")
@@ -110,7 +110,7 @@ def test_conformance_records_round_trip_through_spark(spark, tmp_path) -> None:
         ]
         groups.append(_group_row(r, group))
         if r["strategy"] == "CONFIG":
-            # One row per configured queue (SPEC: a row per (group, client_id, topic, broker_name,
+            # One row per configured queue (docs/CONTRACT.md: a row per (group, client_id, topic, broker_name,
             # queue_id)): a list that names a queue twice gives one row, since a repeated row is
             # rejected. The client ends the same way: RebalanceImpl collects the list into a set.
             config += [

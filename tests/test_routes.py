@@ -9,8 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqsim import routes, schemas
+from rmqsim import schemas
 from rmqsim.javaorder import java_key, java_sorted
+from rmqsim.stage import routes
 from rmqsim.strategies import GroupBatch
 from tests.conformance import queues, records
 

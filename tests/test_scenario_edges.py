@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from rmqsim import cli, results, simulate
+from rmqsim import cli, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.output import RunOutput
-from tests.conftest import make_snapshot, queue_rows
+from rmqsim.reporting import results
+from tests.builders import make_snapshot, queue_rows
 
 BROKERS = [
     {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from rmqsim import allocation, cli, config, scenarios, simulate
+from rmqsim import cli, config, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
-from tests.conftest import make_snapshot, queue_rows
+from rmqsim.scenarios import names, parse
+from rmqsim.stage.batches import OPTIONAL
+from tests.builders import make_snapshot, queue_rows
 
 BROKERS = [
     {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}
@@ -211,7 +213,7 @@ def test_malformed_scenario_files_are_clear_errors(text, problem) -> None:
         InputError,
         match=problem.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)"),
     ):
-        scenarios.parse(text)
+        parse.parse(text)
 
 
 @pytest.mark.parametrize(
@@ -235,12 +237,12 @@ def test_steps_naming_what_does_not_exist_fail_before_simulating(spark, tmp_path
 
 
 def test_a_removed_broker_cannot_be_named_by_a_later_step() -> None:
-    runs = scenarios.parse(
+    runs = parse.parse(
         "scenarios: [{name: x, steps: [{remove_brokers: {names: [a]}}, {broker_up: {names: [a]}}]}]"
     )
-    existing = scenarios.Referenced(frozenset({"a"}), frozenset(), frozenset(), frozenset())
+    existing = names.Referenced(frozenset({"a"}), frozenset(), frozenset(), frozenset())
     with pytest.raises(InputError, match="step 2"):
-        scenarios.check_names(runs, existing)
+        names.check_names(runs, existing)
 
 
 def test_a_count_leave_is_checked_against_the_clients_earlier_steps_left() -> None:
@@ -251,18 +253,18 @@ def test_a_count_leave_is_checked_against_the_clients_earlier_steps_left() -> No
         "{consumers_join: {group: g, count: 2}}",
         "{consumers_leave: {group: g, client_ids: [c2]}}",
     ]
-    existing = scenarios.Referenced(
+    existing = names.Referenced(
         frozenset(), frozenset(), frozenset({"g"}), frozenset({("g", "c1"), ("g", "c2")}), {"g": 3}
     )
     for leaving, fails in ((5, False), (6, True)):
         last = f"{{consumers_leave: {{group: g, count: {leaving}}}}}"
-        runs = scenarios.parse(f"scenarios: [{{name: x, steps: [{', '.join([*steps, last])}]}}]")
-        assert scenarios.counted_groups(runs) == {"g"}
+        runs = parse.parse(f"scenarios: [{{name: x, steps: [{', '.join([*steps, last])}]}}]")
+        assert names.counted_groups(runs) == {"g"}
         if fails:
             with pytest.raises(InputError, match="step 4.*6 clients cannot leave group 'g': it has 5"):
-                scenarios.check_names(runs, existing)
+                names.check_names(runs, existing)
         else:
-            scenarios.check_names(runs, existing)
+            names.check_names(runs, existing)
 
 
 def test_cli_exit_code_2_names_the_scenario_and_step(tmp_path, capsys) -> None:
@@ -294,7 +296,7 @@ def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tm
     )
     built = simulate.build_group_routes(spark, SimulateConfig(bare, str(tmp_path / "o")))
     try:
-        assert set(built.absent) == set(allocation.OPTIONAL)
+        assert set(built.absent) == set(OPTIONAL)
         nulls = built.group_routes.select([F.max(F.col(c).isNotNull().cast("int")) for c in built.absent])
         assert list(nulls.first()) == [0] * len(built.absent)
     finally:

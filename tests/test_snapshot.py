@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.errors import InputError
-from rmqsim.snapshot import check_layout, load_snapshot
-from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+from rmqsim.snapshot.load import check_layout, load_snapshot
+from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
 
 
 def _good(path):

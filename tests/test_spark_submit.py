@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 import pyspark
 
 import rmqsim
-from tests.conftest import ONE_SCENARIO
+from tests.builders import ONE_SCENARIO
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

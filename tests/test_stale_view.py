@@ -18,11 +18,12 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from rmqsim import phases, scenarios, simulate
+from rmqsim import simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
-from rmqsim.snapshot import load_snapshot
-from tests.conftest import make_snapshot, queue_rows
+from rmqsim.scenarios import apply, names, parse
+from rmqsim.snapshot.load import load_snapshot
+from tests.builders import make_snapshot, queue_rows
 
 SCENARIOS = """
 scenarios:
@@ -195,14 +196,14 @@ def test_fraction_picks_the_same_ceil_of_the_clients_every_run(spark, tmp_path) 
         topic_queues=queue_rows("t", {"b": 4}),
         consumers=[{"group": "g", "topic": "t", "client_id": f"c{i}"} for i in range(10)],
     )
-    runs = scenarios.parse(
+    runs = parse.parse(
         "scenarios: [{name: s, steps: [{broker_up: {names: [b]}},"
         " {stale_view: {group: g, fraction: 0.7, seed: 3}}]}]"
     )
     snap = load_snapshot(spark, snapshot)
 
     def picked():
-        return sorted((r.phase, r.client_id, r.view_phase) for r in phases.stale_views(snap, runs).collect())
+        return sorted((r.phase, r.client_id, r.view_phase) for r in apply.stale_views(snap, runs).collect())
 
     first = picked()
     assert len(first) == 7  # 10 x 0.7 is 7.000000000000001 in floating point: still 7
@@ -228,14 +229,14 @@ def test_fraction_picks_the_same_ceil_of_the_clients_every_run(spark, tmp_path) 
 )
 def test_badly_placed_or_shaped_stale_views_are_input_errors(steps: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
-        scenarios.parse(f"scenarios: [{{name: s, steps: {steps}}}]")
+        parse.parse(f"scenarios: [{{name: s, steps: {steps}}}]")
 
 
 def test_a_stale_client_must_be_a_client_of_the_group_at_that_step() -> None:
-    runs = scenarios.parse(
+    runs = parse.parse(
         "scenarios: [{name: s, steps: [{consumers_leave: {group: g, client_ids: [a]}},"
         " {stale_view: {group: g, client_ids: [a]}}]}]"
     )
-    existing = scenarios.Referenced(frozenset(), frozenset(), frozenset({"g"}), frozenset({("g", "a")}))
+    existing = names.Referenced(frozenset(), frozenset(), frozenset({"g"}), frozenset({("g", "a")}))
     with pytest.raises(InputError, match="step 2.*no such client of group 'g'"):
-        scenarios.check_names(runs, existing)
+        names.check_names(runs, existing)

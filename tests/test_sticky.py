@@ -7,9 +7,14 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqsim.movement import movement_batches
+from rmqsim.stage.movement import movement_batches
 from rmqsim.strategies import allocate_one
-from tests.test_movement import _movement, _rows
+from tests.builders import phase_routes
+
+
+def _movement(phases, strategy):
+    out = pa.Table.from_batches(movement_batches(phase_routes(phases, strategy))).to_pandas()
+    return out.set_index(["from_phase", "to_phase"])
 
 
 def test_without_history_sticky_is_avg() -> None:
@@ -44,11 +49,11 @@ def test_broker_down_and_back_under_sticky() -> None:
 )
 def test_sticky_stays_balanced_and_moves_exactly_min_moves(phases) -> None:
     spec = [({b: n for b, n in (("b1", q1), ("b2", q2)) if n}, sorted(c)) for q1, q2, c in phases]
-    rows = _rows(spec, "STICKY")
+    rows = phase_routes(spec, "STICKY")
     moves = pa.Table.from_batches(movement_batches(rows)).to_pandas()
     consecutive = moves[moves.to_phase == moves.from_phase + 1]
     assert (consecutive.moved == consecutive.min_moves).all()
-    from rmqsim.allocation import client_queue_batches
+    from rmqsim.stage.client_queues import client_queue_batches
 
     clients = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
     spread = clients.groupby("phase").queues.agg(lambda q: q.max() - q.min())
@@ -63,7 +68,7 @@ def test_sticky_gives_the_same_answer_however_the_input_rows_are_ordered(spark, 
 
     from rmqsim import simulate
     from rmqsim.config import SimulateConfig
-    from tests.conftest import make_snapshot, queue_rows
+    from tests.builders import make_snapshot, queue_rows
 
     brokers = [{"broker_name": b, "broker_id": 0, "alive": True} for b in ("b1", "b2", "b3")]
     queues = queue_rows("t", {"b1": 5, "b2": 3, "b3": 4}) + queue_rows("u", {"b2": 6})

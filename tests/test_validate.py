@@ -12,10 +12,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmqsim import causes, config, simulate, validate
+from rmqsim import config, simulate
 from rmqsim.errors import InputError
 from rmqsim.mqadmin import importer
-from tests.conftest import broker_rows, consumer_rows, make_snapshot, queue_rows
+from rmqsim.validate import diagnose
+from rmqsim.validate import run as validate
+from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows, route
 
 DATA = Path(__file__).resolve().parent / "data" / "mqadmin"
 
@@ -124,34 +126,20 @@ def test_a_snapshot_without_observed_assignments_is_bad_input(spark, tmp_path) -
 
 
 def _route(topic: str, brokers: dict[str, int], clients: list[str]) -> dict:
-    """A schemas.GROUP_ROUTES row of group g at phase 0."""
-    return {
-        "scenario": "baseline",
-        "phase": 0,
-        "strategies": ["AVG"],
-        "skipped": [],
-        "topic": topic,
-        "group": "g",
-        "broker_names": list(brokers),
-        "read_queue_nums": list(brokers.values()),
-        "broker_rooms": [None] * len(brokers),
-        "client_ids": clients,
-        "client_rooms": [None] * len(clients),
-        "client_configs": None,
-        "virtual_node_cnt": 10,
-        "consumer_idcs": None,
-        "inner_strategy": "AVG",
-        "message_model": "CLUSTERING",
-        "last_phase": 0,
-        "compare": False,
-        "backlogs": None,
-        "stale_clients": None,
-        "view_phase": None,
-    }
+    """A schemas.GROUP_ROUTES row of group g at phase 0, without queue_config."""
+    return route(
+        scenario="baseline",
+        strategies=["AVG"],
+        topic=topic,
+        group="g",
+        brokers=brokers,
+        clients=clients,
+        client_configs=None,
+    )
 
 
 def _observed(holders: list[str | None]) -> dict:
-    return {("t", "b", i): causes.Holder(h, h.split("@")[0] if h else None) for i, h in enumerate(holders)}
+    return {("t", "b", i): diagnose.Holder(h, h.split("@")[0] if h else None) for i, h in enumerate(holders)}
 
 
 CLIENTS = ["10.0.0.1@1", "10.0.0.2@1", "10.0.0.3@1"]
@@ -161,8 +149,8 @@ def test_clients_that_have_not_rebalanced_since_one_joined_are_a_stale_view() ->
     # Captured: AVG over three clients, six queues: .1: 0 1; .2: 2 3; .3: 4 5. But .1 and .2 still
     # hold their shares of the two-client view: .1: 0 1 2; .2: 3 4 5; .3 holds nothing yet.
     a, b, _ = CLIENTS
-    case = causes.GroupCase("g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, a, b, b, b]))
-    found = causes.diagnose(case)
+    case = diagnose.GroupCase("g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, a, b, b, b]))
+    found = diagnose.diagnose(case)
     assert [c.code for c in found] == ["stale_view"]
     assert found[0].detail.startswith(
         "10.0.0.1@1, 10.0.0.2@1 hold their AVG share of a view without 10.0.0.3@1"
@@ -172,19 +160,21 @@ def test_clients_that_have_not_rebalanced_since_one_joined_are_a_stale_view() ->
 def test_a_client_that_does_not_answer_mqadmin() -> None:
     # AVG, six queues: .3's share (4 5) shows no holder; the others hold theirs.
     a, b, _ = CLIENTS
-    case = causes.GroupCase("g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, b, b, None, None]))
-    found = causes.diagnose(case)
+    case = diagnose.GroupCase(
+        "g", "AVG", [_route("t", {"b": 6}, CLIENTS)], _observed([a, a, b, b, None, None])
+    )
+    found = diagnose.diagnose(case)
     assert [c.code for c in found] == ["client_not_reporting"]
     assert "gives 10.0.0.3@1 2 queue(s)" in found[0].detail
 
 
 def test_holders_known_by_ip_match_any_client_of_that_ip() -> None:
-    by_ip = causes.Holder(None, "10.0.0.5")
-    assert causes.holds(by_ip, ["10.0.0.5@1#2"]) and not causes.holds(by_ip, ["10.0.0.6@1"])
-    assert causes.holds(causes.Holder(None, None), []) and not causes.holds(
-        causes.Holder(None, None), ["x@1"]
+    by_ip = diagnose.Holder(None, "10.0.0.5")
+    assert diagnose.holds(by_ip, ["10.0.0.5@1#2"]) and not diagnose.holds(by_ip, ["10.0.0.6@1"])
+    assert diagnose.holds(diagnose.Holder(None, None), []) and not diagnose.holds(
+        diagnose.Holder(None, None), ["x@1"]
     )
-    assert causes.holds(causes.Holder("x@1", "x"), ["y@1", "x@1"])
+    assert diagnose.holds(diagnose.Holder("x@1", "x"), ["y@1", "x@1"])
 
 
 def test_only_the_worst_matching_groups_are_diagnosed_past_the_cap(spark, tmp_path, monkeypatch) -> None:

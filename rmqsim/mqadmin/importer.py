@@ -1,4 +1,4 @@
-"""A directory of saved mqadmin outputs, turned into a snapshot (SPEC section 1).
+"""A directory of saved mqadmin outputs, turned into a snapshot (docs/CONTRACT.md, section 1).
 
 The directory holds what a user saves with shell redirection::
 
@@ -35,12 +35,12 @@ import pyarrow as pa
 
 from rmqsim import schemas
 from rmqsim.errors import InputError
-from rmqsim.generate import arrow_table, write_snapshot
 from rmqsim.mqadmin import cluster_list, consumer_connection, consumer_progress, names, topic_route
 from rmqsim.mqadmin.consumer_connection import ConsumerConnection
 from rmqsim.mqadmin.consumer_progress import ConsumerProgress
 from rmqsim.mqadmin.lines import error
 from rmqsim.mqadmin.topic_route import TopicRoute
+from rmqsim.snapshot.write import arrow_table, write_snapshot
 from rmqsim.strategies import STRATEGIES
 
 CLUSTER_LIST = "clusterList.txt"

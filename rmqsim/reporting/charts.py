@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rmqsim import results
+from rmqsim.reporting import results
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rmqsim import report, results
-from rmqsim.charts import Charts
+from rmqsim.reporting import results, text
+from rmqsim.reporting.charts import Charts
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -40,7 +40,7 @@ def table_html(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str
         for key, _ in columns:
             value = row.get(key)
             number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            cells.append(f"<td{' class=num' if number else ''}>{escape(report.format_cell(value))}</td>")
+            cells.append(f"<td{' class=num' if number else ''}>{escape(text.format_cell(value))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
 
@@ -77,23 +77,23 @@ def render(run: results.Run, images: Sequence[tuple[str, bytes]]) -> str:
     parts = [f"<h1>rmqsim run {escape(str(run.path))}</h1>"]
     summary = results.snapshot_summary(run)
     if run.comparison is not None:
-        parts += ["<h2>The snapshot (phase 0)</h2>", table_html(_records(summary), report.SUMMARY_COLUMNS)]
+        parts += ["<h2>The snapshot (phase 0)</h2>", table_html(_records(summary), text.SUMMARY_COLUMNS)]
         parts.append("<h2>Each scenario: phase 0 against its last phase</h2>")
         comparison = run.comparison.sort_values(["scenario", "strategy"])
-        parts += _per_scenario(comparison, report.COMPARISON_COLUMNS, _against_last_phase)
+        parts += _per_scenario(comparison, text.COMPARISON_COLUMNS, _against_last_phase)
     else:
         parts.append("<h2>Summary</h2>")
         for (scenario, phase), rows in summary.groupby(["scenario", "phase"], sort=True):
             parts.append(f"<h3>scenario {escape(str(scenario))}, phase {int(phase)}</h3>")
-            parts.append(table_html(_records(rows), report.SUMMARY_COLUMNS))
+            parts.append(table_html(_records(rows), text.SUMMARY_COLUMNS))
     if run.recommendation is not None:
         parts.append("<h2>Recommendation, over every scenario and phase run</h2>")
         advice = run.recommendation.sort_values("group")
-        parts.append(table_html(_records(advice), report.RECOMMENDATION_COLUMNS))
+        parts.append(table_html(_records(advice), text.RECOMMENDATION_COLUMNS))
     if run.exposure is not None:
         parts.append("<h2>Split-brain risk: queues of the stale phase, most exposed first</h2>")
         parts += _per_scenario(
-            run.exposure, report.EXPOSURE_COLUMNS, lambda scenario, _: f"scenario {scenario}"
+            run.exposure, text.EXPOSURE_COLUMNS, lambda scenario, _: f"scenario {scenario}"
         )
     if images:
         parts.append("<h2>Charts</h2>")

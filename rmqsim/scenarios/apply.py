@@ -1,4 +1,4 @@
-"""Scenario steps applied to a checked snapshot as DataFrame transformations (SPEC section 3).
+"""Scenario steps applied to a checked snapshot as DataFrame transformations (docs/CONTRACT.md, section 3).
 
 Phase 0 of every scenario is the snapshot; phase k is phase k-1 with step k applied. ``phased``
 stacks every phase of every scenario into one set of tables keyed by (scenario, phase), so that
@@ -8,7 +8,6 @@ route building and allocation run once, in one Spark job per output, however man
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import reduce
@@ -16,46 +15,11 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from rmqsim import scenarios as sc
 from rmqsim.errors import InputError
-from rmqsim.snapshot import Snapshot
+from rmqsim.scenarios import parse as sc
+from rmqsim.snapshot.load import Snapshot
 
 PHASE = ("scenario", "phase")
-
-
-def existing_names(
-    snapshot: Snapshot, wanted: sc.Referenced, counted: frozenset[str] = frozenset()
-) -> sc.Referenced:
-    """Which of the names the scenarios refer to the snapshot holds, and how many clients each
-    ``counted`` group has (small queries, tiny results)."""
-
-    def present(df: DataFrame, column: str, names: frozenset[str]) -> frozenset[str]:
-        if not names:
-            return frozenset()
-        rows = df.where(F.col(column).isin(sorted(names))).select(column).distinct().collect()
-        return frozenset(r[0] for r in rows)
-
-    groups = snapshot.consumers.select("group").unionByName(snapshot.groups.select("group"))
-    clients: set[tuple[str, str]] = set()
-    if wanted.clients or counted:
-        # One query for both: the named clients, and every client of the counted groups.
-        ids = sorted({c for _, c in wanted.clients})
-        rows = (
-            snapshot.consumers.where(F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted)))
-            .select("group", "client_id")
-            .distinct()
-            .collect()
-        )
-        clients = {(r[0], r[1]) for r in rows}
-    per_group = Counter(group for group, _ in clients)
-    sizes = {g: per_group[g] for g in counted}
-    return sc.Referenced(
-        brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
-        topics=present(snapshot.topic_queues, "topic", wanted.topics),
-        groups=present(groups, "group", wanted.groups),
-        clients=frozenset(clients & wanted.clients),
-        sizes=sizes,
-    )
 
 
 def _in(column: str, names: tuple[str, ...] | str):

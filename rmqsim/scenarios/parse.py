@@ -1,4 +1,4 @@
-"""Scenario files (SPEC section 3): named lists of steps, parsed into typed, checked values.
+"""Scenario files (docs/CONTRACT.md, section 3): named lists of steps, parsed into typed, checked values.
 
 Nothing here touches Spark. ``parse`` checks a file's shape (step kinds, keys, types); ``check_names``
 then walks the steps against the names a snapshot holds, so that a step naming a broker, topic,
@@ -7,7 +7,7 @@ group or client that does not exist at that point is an InputError before the si
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -250,6 +250,8 @@ def _names(value: object, where: str, label: str) -> tuple[str, ...]:
 
 
 def _check_step(step: Step, where: str, kind: str) -> None:
+    """Value checks that the step's types alone do not make; an InputError naming the key."""
+
     def bad(key: str, problem: str) -> InputError:
         return InputError(where, f"{kind}.{key}", problem)
 
@@ -262,189 +264,35 @@ def _check_step(step: Step, where: str, kind: str) -> None:
     if isinstance(step, SetQueueNums) and step.read_queue_nums is None and step.write_queue_nums is None:
         raise bad("read_queue_nums", "give read_queue_nums, write_queue_nums or both")
     if isinstance(step, (ConsumersJoin, ConsumersLeave)):
-        if (step.client_ids is None) == (step.count is None):
-            raise bad("client_ids", "give either client_ids or count (with seed)")
-        if step.count is not None and step.count < 1:
-            raise bad("count", f"must be at least 1, got {step.count}")
+        _check_who(step.client_ids, "count", step.count, step.count is not None and step.count < 1, bad)
     if isinstance(step, StaleView):
-        if (step.client_ids is None) == (step.fraction is None):
-            raise bad("client_ids", "give either client_ids or fraction (with seed)")
-        if step.fraction is not None and not 0 < step.fraction <= 1:
-            raise bad("fraction", f"must be above 0 and at most 1, got {step.fraction}")
+        fraction = step.fraction
+        _check_who(step.client_ids, "fraction", fraction, fraction is not None and not 0 < fraction <= 1, bad)
     if isinstance(step, SetStrategy):
-        from rmqsim.strategies import STRATEGIES
-
-        if step.strategy.upper() not in STRATEGIES:
-            raise bad(
-                "strategy", f"unknown strategy {step.strategy!r}; expected one of {', '.join(STRATEGIES)}"
-            )
-        if step.virtual_node_cnt is not None and step.virtual_node_cnt < 1:
-            raise bad("virtual_node_cnt", f"must be at least 1, got {step.virtual_node_cnt}")
-        from rmqsim.schemas import MESSAGE_MODELS
-
-        if step.message_model is not None and step.message_model.strip().upper() not in MESSAGE_MODELS:
-            raise bad(
-                "message_model",
-                f"unknown message_model {step.message_model!r}; expected one of {', '.join(MESSAGE_MODELS)}",
-            )
+        _check_set_strategy(step, bad)
 
 
-# --- names: what a step may refer to -------------------------------------------------------------
+def _check_who(
+    client_ids: object, key: str, value: object, out_of_range: bool, bad: Callable[[str, str], InputError]
+) -> None:
+    """Steps that name their clients either by ``client_ids`` or by ``key`` (a count or fraction)."""
+    if (client_ids is None) == (value is None):
+        raise bad("client_ids", f"give either client_ids or {key} (with seed)")
+    if out_of_range:
+        limit = "must be at least 1" if key == "count" else "must be above 0 and at most 1"
+        raise bad(key, f"{limit}, got {value}")
 
 
-@dataclass(frozen=True)
-class Referenced:
-    """Every name the scenarios refer to, by kind: what the snapshot is asked about."""
+def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]) -> None:
+    from rmqsim.schemas import MESSAGE_MODELS
+    from rmqsim.strategies import STRATEGIES
 
-    brokers: frozenset[str]
-    topics: frozenset[str]
-    groups: frozenset[str]
-    clients: frozenset[tuple[str, str]]  # (group, client_id)
-    # Clients per group, of the groups a ``count`` leave draws from (``counted_groups``).
-    sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
-
-
-def referenced(scenarios: Iterable[Scenario]) -> Referenced:
-    brokers: set[str] = set()
-    topics: set[str] = set()
-    groups: set[str] = set()
-    clients: set[tuple[str, str]] = set()
-    for scenario in scenarios:
-        for step in scenario.steps:
-            brokers.update(_listed(getattr(step, "names", None)) + _listed(getattr(step, "brokers", None)))
-            topics.update(_listed(getattr(step, "topics", None)))
-            group = getattr(step, "group", None)
-            if group is not None and group != ALL:
-                groups.add(group)
-            if isinstance(step, (ConsumersJoin, ConsumersLeave, StaleView)) and step.client_ids:
-                clients.update((step.group, c) for c in step.client_ids)
-    return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
-
-
-def counted_groups(scenarios: Iterable[Scenario]) -> frozenset[str]:
-    """The groups a ``count`` leave draws from: their client counts are checked against it."""
-    return frozenset(
-        step.group
-        for scenario in scenarios
-        for step in scenario.steps
-        if isinstance(step, ConsumersLeave) and step.count is not None
-    )
-
-
-def _listed(value: object) -> list[str]:
-    return list(value) if isinstance(value, tuple) else []
-
-
-@dataclass
-class _Names:
-    brokers: set[str]
-    topics: set[str]
-    groups: set[str]
-    clients: set[tuple[str, str]]
-    sizes: dict[str, int]  # clients per group, for the counted groups
-
-
-def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
-    """Walk each scenario's steps against the snapshot's names (``existing``: those of the
-    referenced names that the snapshot holds, and the sizes of the counted groups), tracking what
-    earlier steps add and remove."""
-    for scenario in scenarios:
-        names = _Names(
-            set(existing.brokers),
-            set(existing.topics),
-            set(existing.groups),
-            set(existing.clients),
-            dict(existing.sizes),
+    if step.strategy.upper() not in STRATEGIES:
+        raise bad("strategy", f"unknown strategy {step.strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    if step.virtual_node_cnt is not None and step.virtual_node_cnt < 1:
+        raise bad("virtual_node_cnt", f"must be at least 1, got {step.virtual_node_cnt}")
+    if step.message_model is not None and step.message_model.strip().upper() not in MESSAGE_MODELS:
+        raise bad(
+            "message_model",
+            f"unknown message_model {step.message_model!r}; expected one of {', '.join(MESSAGE_MODELS)}",
         )
-        for k, step in enumerate(scenario.steps, 1):
-            _CHECKS[type(step)](step, names, f"scenario '{scenario.name}', step {k}", KIND_OF[type(step)])
-
-
-def _unknown(where: str, key: str, kind_name: str, missing: Iterable[str]) -> InputError:
-    listed = ", ".join(repr(m) for m in sorted(missing))
-    return InputError(where, key, f"no such {kind_name} in the snapshot at this step: {listed}")
-
-
-def _require(have: set, wanted: Iterable, where: str, key: str, kind_name: str) -> None:
-    missing = [w for w in wanted if w not in have]
-    if missing:
-        raise _unknown(where, key, kind_name, [m if isinstance(m, str) else m[1] for m in missing])
-
-
-def _check_add(step: AddBrokers, names: _Names, where: str, kind: str) -> None:
-    present = [n for n in step.names if n in names.brokers]
-    if present:
-        raise InputError(where, f"{kind}.names", f"broker(s) already in the snapshot: {present}")
-    if step.topics != ALL:
-        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
-    names.brokers.update(step.names)
-
-
-def _check_remove(step: RemoveBrokers, names: _Names, where: str, kind: str) -> None:
-    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
-    names.brokers.difference_update(step.names)
-
-
-def _check_brokers(step: BrokerDown | BrokerUp, names: _Names, where: str, kind: str) -> None:
-    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
-
-
-def _check_queue_nums(step: SetQueueNums, names: _Names, where: str, kind: str) -> None:
-    if step.topics != ALL:
-        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
-    if step.brokers != ALL:
-        _require(names.brokers, step.brokers, where, f"{kind}.brokers", "broker")
-
-
-def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> None:
-    _require(names.groups, [step.group], where, f"{kind}.group", "group")
-    if step.topics is not None:
-        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
-    joining = {(step.group, c) for c in step.client_ids or ()} - names.clients
-    if step.group in names.sizes:
-        names.sizes[step.group] += len(joining) if step.client_ids else step.count or 0
-    names.clients.update(joining)
-
-
-def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> None:
-    _require(names.groups, [step.group], where, f"{kind}.group", "group")
-    if step.client_ids:
-        wanted = [(step.group, c) for c in step.client_ids]
-        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
-        names.clients.difference_update(wanted)
-    clients = names.sizes.get(step.group)
-    if clients is None:
-        return
-    leaving = len(set(step.client_ids)) if step.client_ids else step.count or 0
-    if leaving > clients:
-        raise InputError(
-            where,
-            f"{kind}.count",
-            f"{leaving} clients cannot leave group '{step.group}': it has {clients} at this step",
-        )
-    names.sizes[step.group] = clients - leaving
-
-
-def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
-    _require(names.groups, [step.group], where, f"{kind}.group", "group")
-    if step.client_ids:
-        wanted = [(step.group, c) for c in step.client_ids]
-        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
-
-
-def _check_strategy(step: SetStrategy, names: _Names, where: str, kind: str) -> None:
-    if step.group != ALL:
-        _require(names.groups, [step.group], where, f"{kind}.group", "group")
-
-
-_CHECKS: dict[type, Callable] = {
-    AddBrokers: _check_add,
-    RemoveBrokers: _check_remove,
-    BrokerDown: _check_brokers,
-    BrokerUp: _check_brokers,
-    SetQueueNums: _check_queue_nums,
-    ConsumersJoin: _check_join,
-    ConsumersLeave: _check_leave,
-    SetStrategy: _check_strategy,
-    StaleView: _check_stale,
-}

@@ -14,10 +14,11 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from rmqsim import rejects, routes
-from rmqsim.rejects import blank
 from rmqsim.schemas import MESSAGE_MODELS
-from rmqsim.snapshot import Snapshot
+from rmqsim.snapshot import rejects
+from rmqsim.snapshot.load import Snapshot
+from rmqsim.snapshot.rejects import blank
+from rmqsim.stage import routes
 from rmqsim.strategies import STRATEGIES
 
 
@@ -91,14 +92,15 @@ def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
     return df.join(keys.select(key, F.lit(True).alias(flag)), key, "left")
 
 
-def _split(
-    df: DataFrame, *, source: str, columns: Sequence[str], rules, cache: list[DataFrame]
-) -> tuple[DataFrame, DataFrame]:
+def _split(df: DataFrame, *, source: str, columns: Sequence[str], rules) -> Split:
     # Cached: route building, rejects/ and reconciliation/ all read the kept or rejected rows, and
     # recomputing the checks' windows and joins for each cost a dozen small Spark jobs apiece.
     marked = rejects.with_reject_reason(df, rules=_resolved(rules)).persist(StorageLevel.MEMORY_AND_DISK)
-    cache.append(marked)
-    return rejects.kept(marked).select(*columns), rejects.rejected(marked, source=source, columns=columns)
+    return Split(
+        rejects.kept(marked).select(*columns),
+        rejects.rejected(marked, source=source, columns=columns),
+        marked,
+    )
 
 
 def message_model_problem(model: Column) -> Column:
@@ -119,20 +121,58 @@ def strategy_problem(strategy: Column) -> Column:
     )
 
 
+@dataclass(frozen=True)
+class Split:
+    """A table split by its rules: the rows kept, the reject rows, and the cached table with each
+    row's reason (null when kept) that both are read from."""
+
+    kept: DataFrame
+    rejected: DataFrame
+    marked: DataFrame
+
+
 def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checked:
     """Split every table into rows to simulate and reject rows; later tables see only kept rows.
 
     The checked tables are cached until ``Checked.unpersist``."""
-    cache: list[DataFrame] = []
-    brokers, bad_brokers = _split(
-        snapshot.brokers,
+    brokers = check_brokers(snapshot.brokers)
+    topic_queues = check_topic_queues(snapshot.topic_queues, brokers=brokers.kept)
+    groups, group_problems = check_groups(
+        snapshot.groups, consumers=snapshot.consumers, configured_strategies=configured_strategies
+    )
+    consumers = check_consumers(
+        snapshot.consumers, topic_queues=topic_queues.kept, group_problems=group_problems
+    )
+    splits = [brokers, topic_queues, groups, consumers]
+    queue_config = offsets = None
+    if snapshot.queue_config is not None:
+        queue_config = check_queue_config(snapshot.queue_config)
+        splits.append(queue_config)
+    if snapshot.offsets is not None:
+        offsets = check_offsets(snapshot.offsets, topic_queues=topic_queues.kept)
+        splits.append(offsets)
+    checked = replace(
+        snapshot,
+        brokers=brokers.kept,
+        topic_queues=topic_queues.kept,
+        consumers=consumers.kept,
+        groups=groups.kept,
+        queue_config=queue_config.kept if queue_config else None,
+        offsets=offsets.kept if offsets else None,
+    )
+    all_rejects = reduce(DataFrame.unionByName, [s.rejected for s in splits])
+    return Checked(checked, all_rejects, tuple(s.marked for s in splits))
+
+
+def check_brokers(brokers: DataFrame) -> Split:
+    return _split(
+        brokers,
         source="brokers",
-        columns=snapshot.brokers.columns,
-        cache=cache,
+        columns=brokers.columns,
         rules=[
             *_blank_rules("broker_name"),
             _Repeat(
-                snapshot.brokers,
+                brokers,
                 ["broker_name", "broker_id"],
                 "duplicate row for this broker_name and broker_id: "
                 "the first good one (in JSON order) is used",
@@ -140,14 +180,15 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         ],
     )
 
-    # Each aggregate below is the one route building makes of the same kept rows, so Spark
-    # computes it once (a reused exchange) for both.
-    tq_cols = snapshot.topic_queues.columns
-    topic_queues, bad_tq = _split(
-        _known(snapshot.topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
+
+def check_topic_queues(topic_queues: DataFrame, *, brokers: DataFrame) -> Split:
+    """``brokers``: the kept broker rows. The aggregate of them joined here is the one route
+    building makes of the same rows, so Spark computes it once (a reused exchange) for both."""
+    columns = topic_queues.columns
+    return _split(
+        _known(topic_queues, routes.broker_facts(brokers), "broker_name", "_broker_known"),
         source="topic_queues",
-        columns=tq_cols,
-        cache=cache,
+        columns=columns,
         rules=[
             *_blank_rules("topic", "broker_name"),
             (F.col("read_queue_nums").isNull(), "read_queue_nums is null"),
@@ -162,11 +203,16 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
                 F.col("_broker_known").isNull(),
                 F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
             ),
-            _Repeat(snapshot.topic_queues, tq_cols, "duplicate row: an identical row is used"),
+            _Repeat(topic_queues, columns, "duplicate row: an identical row is used"),
         ],
     )
 
-    group_cols = snapshot.groups.columns
+
+def check_groups(
+    groups: DataFrame, *, consumers: DataFrame, configured_strategies: bool
+) -> tuple[Split, DataFrame]:
+    """The groups split, and (group, _group_problem) for each group whose first good row cannot
+    run (its message model, or with configured strategies its strategy): its consumers go too."""
     # Why the group cannot be simulated as this row describes it, or null: a row with a problem
     # ranks after the good ones, so it never makes a good row a duplicate.
     problem = F.coalesce(
@@ -175,152 +221,92 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
         if configured_strategies
         else F.lit(None).cast("string"),
     )
-    later = _later(snapshot.groups, ["group"], [(problem.isNotNull(), "")])
-    ranked = snapshot.groups.withColumn("_first", ~later & ~blank("group")).withColumn("_problem", problem)
-    ranked = _known(ranked, snapshot.consumers.select("group").distinct(), "group", "_has_clients")
-    group_rules: list[tuple[Column, Column | str]] = [
+    later = _later(groups, ["group"], [(problem.isNotNull(), "")])
+    ranked = groups.withColumn("_first", ~later & ~blank("group")).withColumn("_problem", problem)
+    ranked = _known(ranked, consumers.select("group").distinct(), "group", "_has_clients")
+    rules: list[tuple[Column, Column | str]] = [
         *_blank_rules("group"),
         (~F.col("_first"), "duplicate row for this group: the first good one (in JSON order) is used"),
         (F.col("_has_clients").isNull(), "group has no consumers in the snapshot"),
         (F.col("_problem").isNotNull(), F.col("_problem")),
     ]
-    groups, bad_groups = _split(ranked, source="groups", columns=group_cols, rules=group_rules, cache=cache)
-
-    c_cols = snapshot.consumers.columns
-    consumer_rules: list[tuple[Column, Column | str]] = [
-        *_blank_rules("group", "topic", "client_id"),
-        (
-            F.col("_topic_known").isNull(),
-            F.concat(F.lit("topic '"), F.col("topic"), F.lit("' has no route (no topic_queues row)")),
-        ),
-    ]
-    # Every topic with a kept topic_queues row has a route (perhaps an empty one).
-    known_topics = topic_queues.select("topic").distinct()
-    consumers = _known(snapshot.consumers, known_topics, "topic", "_topic_known")
-    # A group whose row cannot run (its configured strategy, its message model) is not simulated:
-    # its clients say why.
-    group_problems = (
+    problems = (
         ranked.where("_first")
         .select("group", F.col("_problem").alias("_group_problem"))
         .where(F.col("_group_problem").isNotNull())
     )
-    consumers = consumers.join(group_problems, "group", "left")
-    consumer_rules.append(
-        (
-            F.col("_group_problem").isNotNull(),
-            F.concat(
-                F.lit("group '"), F.col("group"), F.lit("' is not simulated: "), F.col("_group_problem")
-            ),
-        )
-    )
-    consumers, bad_consumers = _split(
-        consumers, source="consumers", columns=c_cols, rules=consumer_rules, cache=cache
-    )
+    return _split(ranked, source="groups", columns=groups.columns, rules=rules), problems
 
-    parts = [bad_brokers, bad_tq, bad_groups, bad_consumers]
 
-    def optional(df: DataFrame | None, source: str, *keys: str, rules=(), columns=None) -> DataFrame | None:
-        """An optional per-queue table: keys not blank, a valid queue_id, then ``rules``."""
-        if df is None:
-            return None
-        kept, bad = _split(
-            df,
-            source=source,
-            columns=columns or df.columns,
-            rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules],
-            cache=cache,
-        )
-        parts.append(bad)
-        return kept
-
-    queue_config = optional(
-        snapshot.queue_config,
-        "queue_config",
-        "group",
-        "client_id",
-        "topic",
-        "broker_name",
+def check_consumers(consumers: DataFrame, *, topic_queues: DataFrame, group_problems: DataFrame) -> Split:
+    """``topic_queues``: the kept rows (every topic with one has a route, perhaps an empty one)."""
+    known = _known(consumers, topic_queues.select("topic").distinct(), "topic", "_topic_known")
+    return _split(
+        known.join(group_problems, "group", "left"),
+        source="consumers",
+        columns=consumers.columns,
         rules=[
+            *_blank_rules("group", "topic", "client_id"),
+            (
+                F.col("_topic_known").isNull(),
+                F.concat(F.lit("topic '"), F.col("topic"), F.lit("' has no route (no topic_queues row)")),
+            ),
+            (
+                F.col("_group_problem").isNotNull(),
+                F.concat(
+                    F.lit("group '"), F.col("group"), F.lit("' is not simulated: "), F.col("_group_problem")
+                ),
+            ),
+        ],
+    )
+
+
+def _per_queue(df: DataFrame, source: str, keys: Sequence[str], rules: list, columns: Sequence[str]) -> Split:
+    """An optional per-queue table: ``keys`` not blank, a valid queue_id, then ``rules``."""
+    return _split(
+        df, source=source, columns=columns, rules=[*_blank_rules(*keys), *_queue_id_rules(), *rules]
+    )
+
+
+def check_queue_config(queue_config: DataFrame) -> Split:
+    columns = queue_config.columns
+    return _per_queue(
+        queue_config,
+        "queue_config",
+        ["group", "client_id", "topic", "broker_name"],
+        [_Repeat(queue_config, columns, "duplicate row: an identical row is used")],
+        columns,
+    )
+
+
+def check_offsets(offsets: DataFrame, *, topic_queues: DataFrame) -> Split:
+    # A queue exists below the larger of its read and write counts (writes may outnumber reads).
+    queues = topic_queues.groupBy("topic", "broker_name").agg(
+        F.max(F.greatest("read_queue_nums", F.coalesce("write_queue_nums", F.lit(0)))).alias("_queues")
+    )
+    return _per_queue(
+        offsets.join(queues, ["topic", "broker_name"], "left"),
+        "offsets",
+        ["group", "topic", "broker_name"],
+        [
+            (F.col("broker_offset").isNull(), "broker_offset is null"),
+            (F.col("consumer_offset").isNull(), "consumer_offset is null"),
+            (
+                F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
+                F.concat(
+                    F.lit("no such queue in topic_queues: topic '"),
+                    F.col("topic"),
+                    F.lit("', broker_name '"),
+                    F.col("broker_name"),
+                    F.lit("', queue_id "),
+                    F.col("queue_id").cast("string"),
+                ),
+            ),
             _Repeat(
-                snapshot.queue_config,
-                snapshot.queue_config.columns,
-                "duplicate row: an identical row is used",
-            )
-        ]
-        if snapshot.queue_config is not None
-        else [],
+                offsets,
+                ["group", "topic", "broker_name", "queue_id"],
+                "duplicate row for this queue: the first good one (in JSON order) is used",
+            ),
+        ],
+        offsets.columns,
     )
-    offsets = None
-    if snapshot.offsets is not None:
-        # A queue exists below the larger of its read and write counts (writes may outnumber reads).
-        queues = topic_queues.groupBy("topic", "broker_name").agg(
-            F.max(F.greatest("read_queue_nums", F.coalesce("write_queue_nums", F.lit(0)))).alias("_queues")
-        )
-        offsets = optional(
-            snapshot.offsets.join(queues, ["topic", "broker_name"], "left"),
-            "offsets",
-            "group",
-            "topic",
-            "broker_name",
-            rules=[
-                (F.col("broker_offset").isNull(), "broker_offset is null"),
-                (F.col("consumer_offset").isNull(), "consumer_offset is null"),
-                (
-                    F.coalesce(F.col("queue_id") >= F.col("_queues"), F.lit(True)),
-                    F.concat(
-                        F.lit("no such queue in topic_queues: topic '"),
-                        F.col("topic"),
-                        F.lit("', broker_name '"),
-                        F.col("broker_name"),
-                        F.lit("', queue_id "),
-                        F.col("queue_id").cast("string"),
-                    ),
-                ),
-                _Repeat(
-                    snapshot.offsets,
-                    ["group", "topic", "broker_name", "queue_id"],
-                    "duplicate row for this queue: the first good one (in JSON order) is used",
-                ),
-            ],
-            columns=snapshot.offsets.columns,
-        )
-    all_rejects = reduce(DataFrame.unionByName, parts)
-    checked = replace(
-        snapshot,
-        brokers=brokers,
-        topic_queues=topic_queues,
-        consumers=consumers,
-        groups=groups,
-        queue_config=queue_config,
-        offsets=offsets,
-    )
-    return Checked(checked, all_rejects, tuple(cache))
-
-
-TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
-
-
-def reconciliation(snapshot: Snapshot, used_tables: Snapshot, rejects: DataFrame) -> DataFrame:
-    """One row per table read: rows read (``snapshot``), rows used (``used_tables``) and rows
-    rejected (``rejects``, by source), each counted on its own: read = used + rejected is what
-    this shows, not what it assumes. One aggregation over a union: a count per table and kind
-    would be a Spark job each."""
-    present = [t for t in TABLES if getattr(snapshot, t) is not None]
-
-    def tally(df: DataFrame, table: Column, kind: str) -> DataFrame:
-        return df.select(table.alias("table"), *[F.lit(int(k == kind)).alias(k) for k in KINDS])
-
-    parts = [tally(getattr(snapshot, t), F.lit(t), "rows_read") for t in present]
-    parts += [tally(getattr(used_tables, t), F.lit(t), "rows_used") for t in present]
-    parts.append(tally(rejects.where(F.col("source").isin(present)), F.col("source"), "rows_rejected"))
-    # A row per table even when it is empty.
-    parts.append(rejects.sparkSession.createDataFrame([(t, 0, 0, 0) for t in present], parts[0].schema))
-    return (
-        reduce(DataFrame.unionByName, parts)
-        .groupBy("table")
-        .agg(*[F.sum(k).cast("long").alias(k) for k in KINDS])
-        .orderBy(F.array_position(F.array(*[F.lit(t) for t in TABLES]), F.col("table")))
-    )
-
-
-KINDS = ("rows_read", "rows_used", "rows_rejected")

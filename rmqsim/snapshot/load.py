@@ -1,4 +1,5 @@
-"""Loading a snapshot (SPEC section 1): one Parquet dataset per table, checked before any heavy work.
+"""Loading a snapshot (docs/CONTRACT.md, section 1): one Parquet dataset per table, checked before
+any heavy work.
 
 Only Parquet footers are read here. A missing required table or column, or a column whose type
 cannot hold what the contract says, is an InputError naming the table and the column.

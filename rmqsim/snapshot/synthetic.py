@@ -2,21 +2,18 @@
 consumer groups reading one to three topics, deterministic for a seed.
 
 Everything is drawn with numpy in bulk, so millions of queue assignments take seconds; tables are
-written with pyarrow (no Spark needed) in the snapshot layout of SPEC section 1.
+written with pyarrow (no Spark needed) in the snapshot layout of docs/CONTRACT.md, section 1.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyspark.sql.types import ArrayType
 
 from rmqsim import schemas
+from rmqsim.snapshot.write import arrow_table
 from rmqsim.strategies import STRATEGIES
 
 CITIES = ("hz", "sh", "bj", "sz")
@@ -55,27 +52,6 @@ class FleetSpec:
 
 def room_names(n: int) -> list[str]:
     return [f"{CITIES[i // 2 % len(CITIES)]}-{'ab'[i % 2]}{'' if i < 8 else i // 8}" for i in range(n)]
-
-
-def arrow_table(spec: schemas.TableSpec, columns: dict[str, object]) -> pa.Table:
-    fields = {f.name: f for f in spec.schema.fields}
-    arrays, names = [], []
-    for name, values in columns.items():
-        arrays.append(pa.array(values, type=_arrow_type(fields[name].dataType)))
-        names.append(name)
-    return pa.table(arrays, names=names)
-
-
-def _arrow_type(spark_type: object) -> pa.DataType:
-    if isinstance(spark_type, ArrayType):
-        return pa.list_(_arrow_type(spark_type.elementType))
-    return {
-        schemas.STRING: pa.string(),
-        schemas.INT: pa.int32(),
-        schemas.LONG: pa.int64(),
-        schemas.BOOLEAN: pa.bool_(),
-        schemas.DOUBLE: pa.float64(),
-    }[spark_type]
 
 
 def generate(spec: FleetSpec) -> dict[str, pa.Table]:
@@ -227,13 +203,3 @@ def _queue_config(
             "queue_id": q_id[queue].astype(np.int32),
         },
     )
-
-
-def write_snapshot(tables: dict[str, pa.Table], out: str) -> dict[str, int]:
-    """Write each table as out/<table>/part-00000.parquet; returns row counts."""
-    for name, table in tables.items():
-        path = os.path.join(out, name)
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
-        pq.write_table(table, os.path.join(path, "part-00000.parquet"))
-    return {name: t.num_rows for name, t in tables.items()}

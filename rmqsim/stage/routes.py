@@ -1,4 +1,4 @@
-"""How a consumer sees its topic (SPEC section 2): each topic's mqAll and each group's cidAll.
+"""How a consumer sees its topic (docs/CONTRACT.md, section 2): each topic's mqAll and each group's cidAll.
 
 Routes stay compact: one row per topic with its brokers (in Java String order) and their read
 queue counts, joined to one row per (topic, group) with its sorted client ids. Queues are only

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+
+from rmqsim.arrays import Strings, as_objects, blank, factorize, offsets, take, within_runs
+from rmqsim.strategies.params import Params, ParamValues
 
 # The messages of AbstractAllocateMessageQueueStrategy.check, which every strategy but CONFIG runs.
 EMPTY_CURRENT_CID = "currentCID is empty"
@@ -27,31 +27,10 @@ RMQSIM_REFUSES = "rmqsim does not simulate"
 
 _I64 = np.int64
 
-# Flat string columns: numpy object arrays, or Arrow arrays straight from a Spark batch (which
-# stay in Arrow memory: AVG never needs a Python string).
-Strings = np.ndarray | pa.Array
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, dtype=_I64)
-    np.cumsum(lengths, out=out[1:])
-    return out
-
 
 @dataclass(frozen=True)
 class GroupBatch:
-    """G allocation problems and the strategy parameters they need, in ``params`` by name.
-
-    A name starting ``queue_`` holds one value per flat queue, ``client_`` one per flat client,
-    any other one value per group:
-
-    - ``virtual_node_cnt`` (int64): CONSISTENT_HASH's virtual nodes per client;
-    - ``consumer_idcs`` (object: list of str, or None): MACHINE_ROOM's rooms;
-    - ``inner_strategy`` (object: "AVG" or "AVG_BY_CIRCLE"): MACHINE_ROOM_NEARBY's inner strategy;
-    - ``queue_room``, ``client_room`` (Strings: str or None): MACHINE_ROOM_NEARBY's resolved rooms;
-    - ``client_config`` (config.ConfigLists, or object: list of (broker, queue_id), or None):
-      CONFIG's configured list.
-    """
+    """G allocation problems and the strategy parameters they need (``params``: strategies.params)."""
 
     topics: Strings
     queue_offsets: np.ndarray
@@ -59,7 +38,7 @@ class GroupBatch:
     queue_id: np.ndarray
     client_offsets: np.ndarray
     client_ids: Strings
-    params: Mapping[str, np.ndarray] = field(default_factory=dict)
+    params: Params = field(default_factory=ParamValues)
 
     @property
     def n_groups(self) -> int:
@@ -83,18 +62,19 @@ class GroupBatch:
         topics: Sequence[str],
         mq_alls: Sequence[Sequence[tuple[str, int]]],
         cid_alls: Sequence[Sequence[str]],
-        params: Mapping[str, np.ndarray] | None = None,
+        params: Params | Mapping[str, object] | None = None,
     ) -> GroupBatch:
-        """Build a batch from plain Python lists (tests, conformance records)."""
+        """Build a batch from plain Python lists (tests, conformance records); ``params`` may be
+        given as ParamValues' keyword arguments."""
         queues = [q for mq_all in mq_alls for q in mq_all]
         return GroupBatch(
             topics=np.array(list(topics), dtype=object),
-            queue_offsets=_offsets(np.array([len(m) for m in mq_alls], dtype=_I64)),
+            queue_offsets=offsets(np.array([len(m) for m in mq_alls], dtype=_I64)),
             queue_broker=np.array([b for b, _ in queues], dtype=object),
             queue_id=np.array([i for _, i in queues], dtype=_I64),
-            client_offsets=_offsets(np.array([len(c) for c in cid_alls], dtype=_I64)),
+            client_offsets=offsets(np.array([len(c) for c in cid_alls], dtype=_I64)),
             client_ids=np.array([c for cid_all in cid_alls for c in cid_all], dtype=object),
-            params=dict(params or {}),
+            params=ParamValues(**params) if isinstance(params, Mapping) else params or ParamValues(),
         )
 
     @staticmethod
@@ -105,7 +85,7 @@ class GroupBatch:
         read_queue_nums: np.ndarray,
         client_offsets: np.ndarray,
         client_ids: Strings,
-        params: Mapping[str, np.ndarray] | None = None,
+        params: Params | None = None,
     ) -> GroupBatch:
         """Expand compact routes (sorted brokers and their read queue counts) into mqAll.
 
@@ -113,19 +93,18 @@ class GroupBatch:
         route stays compact until here so that Spark never shuffles one row per queue.
         """
         nums = read_queue_nums.astype(_I64)
-        cumulative = _offsets(nums)
+        cumulative = offsets(nums)
         per_group = cumulative[broker_offsets[1:]] - cumulative[broker_offsets[:-1]]
         queue_broker = take(broker_names, np.repeat(np.arange(len(nums), dtype=_I64), nums))
-        starts = np.repeat(cumulative[:-1], nums)
-        queue_id = np.arange(len(queue_broker), dtype=_I64) - starts
+        queue_id = within_runs(nums)
         return GroupBatch(
             topics=topics,
-            queue_offsets=_offsets(per_group),
+            queue_offsets=offsets(per_group),
             queue_broker=queue_broker,
             queue_id=queue_id,
             client_offsets=client_offsets.astype(_I64),
             client_ids=client_ids,
-            params=params if params is not None else {},  # kept as given: it may build lazily
+            params=params if params is not None else ParamValues(),
         )
 
 
@@ -164,43 +143,6 @@ def distinct_callers(batch: GroupBatch) -> Callers:
     _, first = np.unique(key, return_index=True)
     first = np.sort(first).astype(_I64)
     return Callers(group[first], first, first - batch.client_offsets[group[first]])
-
-
-def factorize(values: Strings) -> np.ndarray:
-    """Integer codes for strings, equal codes for equal strings (0 for null)."""
-    if isinstance(values, pa.Array):
-        indices = pc.dictionary_encode(values).indices
-        return pc.fill_null(pc.add(indices.cast(pa.int64()), 1), 0).to_numpy()
-    codes, _ = pd.factorize(values)  # hash-based: O(n), None gets -1
-    return codes.astype(_I64) + 1
-
-
-def blank(values: Strings) -> np.ndarray:
-    """True where a string is null or empty."""
-    if isinstance(values, pa.Array):
-        return pc.fill_null(pc.equal(pc.utf8_length(values), 0), True).to_numpy(zero_copy_only=False)
-    return pd.Series(values, dtype=object).fillna("").eq("").to_numpy()
-
-
-def take(values: Strings, indices: np.ndarray) -> Strings:
-    return (
-        values.take(pa.array(indices, type=pa.int64())) if isinstance(values, pa.Array) else values[indices]
-    )
-
-
-def lookup_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each key sits in sorted_keys (0 where absent) and whether it is there."""
-    at = np.searchsorted(sorted_keys, keys)
-    found = at < len(sorted_keys)
-    found[found] = sorted_keys[at[found]] == keys[found]
-    return np.where(found, at, 0), found
-
-
-def as_objects(values: Strings) -> np.ndarray:
-    """Python strings, for the strategies that hash or parse names."""
-    if isinstance(values, pa.Array):
-        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
-    return values
 
 
 def duplicate_client_counts(batch: GroupBatch, callers: Callers) -> np.ndarray:
@@ -245,11 +187,15 @@ class Allocation:
     def from_runs(first: np.ndarray, count: np.ndarray, step: np.ndarray | int = 1) -> Allocation:
         """Caller k gets queues first[k], first[k] + step[k], ... (count[k] of them)."""
         count = np.maximum(count, 0).astype(_I64)
-        total = int(count.sum())
         caller = np.repeat(np.arange(len(count), dtype=_I64), count)
-        within = np.arange(total, dtype=_I64) - np.repeat(_offsets(count)[:-1], count)
+        within = within_runs(count)
         steps = np.repeat(np.broadcast_to(np.asarray(step, dtype=_I64), count.shape), count)
         return Allocation(caller, np.repeat(first.astype(_I64), count) + within * steps)
+
+    @staticmethod
+    def every_queue(batch: GroupBatch, groups: np.ndarray) -> Allocation:
+        """Caller k reads every queue of group ``groups[k]``, in mqAll order."""
+        return Allocation.from_runs(batch.queue_offsets[groups], batch.queue_counts[groups])
 
     @staticmethod
     def empty() -> Allocation:

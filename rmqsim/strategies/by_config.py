@@ -17,7 +17,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, _offsets, lookup_sorted, take
+from rmqsim.arrays import Strings, lookup_sorted, offsets, take
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
+from rmqsim.strategies.params import required
 
 NAME = "CONFIG"
 
@@ -41,7 +43,7 @@ class ConfigLists:
         """From one list of (broker, queue_id) pairs, or None, per flat client (tests, records)."""
         pairs = [pair for configured in lists if configured is not None for pair in configured]
         return ConfigLists(
-            offsets=_offsets(np.array([0 if c is None else len(c) for c in lists], dtype=_I64)),
+            offsets=offsets(np.array([0 if c is None else len(c) for c in lists], dtype=_I64)),
             broker=np.array([b for b, _ in pairs], dtype=object),
             queue_id=np.array([q for _, q in pairs], dtype=_I64),
             null=np.array([c is None for c in lists], dtype=bool),
@@ -49,11 +51,7 @@ class ConfigLists:
 
 
 def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
-    try:
-        config = batch.params["client_config"]
-    except KeyError:
-        # An absent parameter would otherwise look like every client returning null.
-        raise KeyError("CONFIG needs batch.params['client_config'], one list per flat client") from None
+    config = required(batch.params.client_config, "client_config", NAME)
     lists = config if isinstance(config, ConfigLists) else ConfigLists.from_lists(config)
     null = lists.null[callers.client]
     lengths = np.where(null, 0, np.diff(lists.offsets)[callers.client])
@@ -90,7 +88,7 @@ def _mq_all_index(batch: GroupBatch, group: np.ndarray, broker: Strings, queue_i
     flat = np.flatnonzero(mq_code >= 0)
     # Java never looks a configured queue up in mqAll (the simulator does, to count owners), so a
     # queue listed twice in mqAll simply maps to its first copy.
-    position = _first_match(
+    position = first_match(
         (batch.queue_group[flat], mq_code[flat], batch.queue_id[flat]), (group, broker_code, queue_id)
     )
     found = position >= 0
@@ -98,7 +96,7 @@ def _mq_all_index(batch: GroupBatch, group: np.ndarray, broker: Strings, queue_i
     return out
 
 
-def _first_match(keys: tuple[np.ndarray, ...], queries: tuple[np.ndarray, ...]) -> np.ndarray:
+def first_match(keys: tuple[np.ndarray, ...], queries: tuple[np.ndarray, ...]) -> np.ndarray:
     """Per query (a tuple of non-negative integer columns, -1 for none), the position of the first
     equal key, -1 where none: one int64 code per tuple, a stable sort and a binary search."""
     out = np.full(len(queries[0]), -1, dtype=_I64)

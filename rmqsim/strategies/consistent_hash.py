@@ -23,17 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.strategies.batch import (
-    RMQSIM_REFUSES,
-    Allocation,
-    Callers,
-    GroupBatch,
-    Strings,
-    _offsets,
-    batch_client_codes,
-    factorize,
-    take,
-)
+from rmqsim.arrays import Strings, factorize, offsets, take
+from rmqsim.strategies.batch import RMQSIM_REFUSES, Allocation, Callers, GroupBatch, batch_client_codes
 
 NAME = "CONSISTENT_HASH"
 DEFAULT_VIRTUAL_NODES = 10
@@ -47,7 +38,7 @@ _SPAN = np.int64(1 << 32)  # one group's slice of the flat ring: every 32-bit ha
 
 def virtual_node_counts(batch: GroupBatch) -> np.ndarray:
     """virtualNodeCnt per group (the no-argument constructor's 10 where the batch has none)."""
-    counts = batch.params.get("virtual_node_cnt")
+    counts = batch.params.virtual_node_cnt
     if counts is None:
         return np.full(batch.n_groups, DEFAULT_VIRTUAL_NODES, dtype=_I64)
     return np.asarray(counts, dtype=_I64)
@@ -149,7 +140,7 @@ def _ring(
     flat index is its insertion time and on equal keys the largest index wins.
     """
     v = counts[group]
-    node_start = _offsets(v)
+    node_start = offsets(v)
     n_nodes = int(node_start[-1])
     node_pos = np.repeat(np.arange(len(clients), dtype=_I64), v)  # the node's client, in `clients`
     node_client = clients[node_pos]

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from rmqsim.arrays import runs
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
 
 NAME = "LAG_BALANCED"
-BACKLOG = "queue_backlog"
 
 _I64 = np.int64
 
@@ -25,7 +25,8 @@ _I64 = np.int64
 def owners(batch: GroupBatch) -> np.ndarray:
     """The cidAll position (flat client index) that owns every flat queue of the batch."""
     n_queues = len(batch.queue_id)
-    backlog = np.asarray(batch.params.get(BACKLOG, np.zeros(n_queues)), dtype=np.float64)
+    backlog = batch.params.queue_backlog
+    backlog = np.zeros(n_queues) if backlog is None else np.asarray(backlog, dtype=np.float64)
     group = batch.queue_group
     owner = np.full(n_queues, -1, _I64)
     c = batch.client_counts
@@ -54,7 +55,7 @@ def _argmin_per_segment(
     load: np.ndarray, count: np.ndarray, position: np.ndarray, start: np.ndarray, size: np.ndarray
 ) -> np.ndarray:
     """For each segment [start, start + size): the index with the least (load, count, position)."""
-    index = np.repeat(start, size) + (np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size))
+    index = runs(start, size)
     cuts = np.cumsum(size) - size
     seg_load = load[index]
     least = np.minimum.reduceat(seg_load, cuts)

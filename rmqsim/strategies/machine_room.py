@@ -14,7 +14,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, Strings, as_objects
+from rmqsim.arrays import Strings, as_objects, offsets
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
+from rmqsim.strategies.params import required
 
 NAME = "MACHINE_ROOM"
 
@@ -23,6 +25,10 @@ NAME = "MACHINE_ROOM"
 NULL_CONSUMER_IDCS = 'Cannot invoke "java.util.Set.contains(Object)" because "this.consumeridcs" is null'
 
 _I64 = np.int64
+
+
+def _idcs(batch: GroupBatch) -> np.ndarray:
+    return required(batch.params.consumer_idcs, "consumer_idcs", NAME)
 
 
 def _distinct(values: Strings) -> tuple[np.ndarray, pa.Array]:
@@ -56,7 +62,7 @@ def _parse(batch: GroupBatch) -> tuple[np.ndarray, np.ndarray]:
     codes, names = _distinct(batch.queue_broker)
     two_parts, rooms = _split_rooms(names)
     # One flat (group, room) list of every group's consumeridcs; None and empty sets add nothing.
-    idcs = pd.Series(batch.params["consumer_idcs"], dtype=object).explode().dropna()
+    idcs = pd.Series(_idcs(batch), dtype=object).explode().dropna()
     idc_group = idcs.index.to_numpy().astype(_I64)
     # Room names of brokers and of consumeridcs factorised together, so that a (group, room) pair
     # is one integer and membership is a sorted-integer lookup, with no per-group Python set.
@@ -77,7 +83,7 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """The NullPointerException of a null consumeridcs, which Java only reaches for a caller in
     cidAll and only if some brokerName has two parts (``contains`` is never called otherwise)."""
     errors = np.full(len(callers), None, dtype=object)
-    null_idcs = pd.isna(pd.Series(batch.params["consumer_idcs"], dtype=object)).to_numpy()
+    null_idcs = pd.isna(pd.Series(_idcs(batch), dtype=object)).to_numpy()
     if not null_idcs[callers.group].any():
         return errors  # the usual case: no name parsing needed
     queue_two, _ = _parse(batch)
@@ -91,8 +97,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     _, kept = _parse(batch)
     premq = np.flatnonzero(kept)  # flat queue indices, group by group, in mqAll order
     n_kept = np.bincount(batch.queue_group[premq], minlength=batch.n_groups)
-    premq_offsets = np.zeros(batch.n_groups + 1, dtype=_I64)
-    np.cumsum(n_kept, out=premq_offsets[1:])
+    premq_offsets = offsets(n_kept)
 
     g = callers.group
     n = n_kept[g]

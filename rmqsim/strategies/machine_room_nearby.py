@@ -18,24 +18,29 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqsim.arrays import Strings, as_objects, blank, lookup_sorted, offsets, take
 from rmqsim.javaorder import java_key
 from rmqsim.strategies import avg, avg_by_circle
-from rmqsim.strategies.batch import (
-    Allocation,
-    Callers,
-    GroupBatch,
-    Strings,
-    as_objects,
-    blank,
-    lookup_sorted,
-    take,
-)
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
+from rmqsim.strategies.params import required
 
 NAME = "MACHINE_ROOM_NEARBY"
 
 INNER = {avg.NAME: avg.allocate, avg_by_circle.NAME: avg_by_circle.allocate}
 
 _I64 = np.int64
+
+
+def _client_room(batch: GroupBatch) -> Strings:
+    return required(batch.params.client_room, "client_room", NAME)
+
+
+def _queue_room(batch: GroupBatch) -> Strings:
+    return required(batch.params.queue_room, "queue_room", NAME)
+
+
+def _inner(batch: GroupBatch) -> np.ndarray:
+    return required(batch.params.inner_strategy, "inner_strategy", NAME)
 
 
 def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
@@ -47,13 +52,13 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """
     n = batch.n_groups
     errors = np.full(n, None, dtype=object)
-    bad_client = np.flatnonzero(blank(batch.params["client_room"]))
+    bad_client = np.flatnonzero(blank(_client_room(batch)))
     groups, first = _first_per_group(np.repeat(np.arange(n, dtype=_I64), batch.client_counts)[bad_client])
     errors[groups] = "Machine room is null for consumer id " + _java_strings(
         take(batch.client_ids, bad_client[first])
     )
     # Queues are grouped first, so a bad queue's message wins over a bad client's.
-    bad_queue = np.flatnonzero(blank(batch.params["queue_room"]))
+    bad_queue = np.flatnonzero(blank(_queue_room(batch)))
     groups, first = _first_per_group(batch.queue_group[bad_queue])
     q = bad_queue[first]
     errors[groups] = (
@@ -67,7 +72,7 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     )
     # Not a Java exception (the strategy could not even be built), but a group with an unknown
     # inner strategy must be reported, not crash the run.
-    inner = as_objects(batch.params["inner_strategy"])
+    inner = as_objects(_inner(batch))
     unknown = ~pd.Series(inner, dtype=object).isin(list(INNER)).to_numpy()
     errors[unknown] = "unknown inner strategy for MACHINE_ROOM_NEARBY: " + _java_strings(inner[unknown])
     out = errors[callers.group]
@@ -81,7 +86,7 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
     if len(live) == 0:
         return Allocation.empty()
     n_groups = batch.n_groups
-    queue_room, client_room = _room_ranks(batch.params["queue_room"], batch.params["client_room"])
+    queue_room, client_room = _room_ranks(_queue_room(batch), _client_room(batch))
     # (group, room) keys; rooms are ranked in Java order, so sorting keys sorts rooms as TreeMap.
     width = int(max(queue_room.max(initial=0), client_room.max(initial=0))) + 1
     client_group = np.repeat(np.arange(n_groups, dtype=_I64), batch.client_counts)
@@ -136,10 +141,10 @@ def allocate(batch: GroupBatch, callers: Callers) -> Allocation:
         queue_offsets=np.append(sub_start, len(queue_order)).astype(_I64),
         queue_broker=np.empty(len(queue_order), dtype=object),
         queue_id=np.zeros(len(queue_order), dtype=_I64),
-        client_offsets=np.concatenate([[0], np.cumsum(sub_clients)]).astype(_I64),
+        client_offsets=offsets(sub_clients),
         client_ids=np.empty(int(sub_clients.sum()), dtype=object),
     )
-    inner = as_objects(batch.params["inner_strategy"])
+    inner = as_objects(_inner(batch))
     pair_parts, queue_parts = [], []
     for name, inner_allocate in INNER.items():
         pairs = np.flatnonzero((inner == name)[sub_group[sub]])  # compare per group, not per pair

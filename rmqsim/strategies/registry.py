@@ -7,17 +7,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rmqsim.arrays import as_objects
 from rmqsim.strategies import (
     avg,
     avg_by_circle,
-    config,
+    by_config,
     consistent_hash,
     lag_balanced,
     machine_room,
     machine_room_nearby,
     sticky,
 )
-from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, as_objects, caller_errors
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, caller_errors
+from rmqsim.strategies.params import Params
 
 # RocketMQ's own names; strategies of rmqsim's own must not reuse them.
 ROCKETMQ_STRATEGIES = (
@@ -50,7 +52,7 @@ STRATEGIES: Mapping[str, Strategy] = {
     for s in (
         Strategy(avg.NAME, avg.allocate),
         Strategy(avg_by_circle.NAME, avg_by_circle.allocate),
-        Strategy(config.NAME, config.allocate, checks_arguments=False),
+        Strategy(by_config.NAME, by_config.allocate, checks_arguments=False),
         Strategy(consistent_hash.NAME, consistent_hash.allocate, check=consistent_hash.check),
         Strategy(machine_room.NAME, machine_room.allocate, check=machine_room.check),
         Strategy(machine_room_nearby.NAME, machine_room_nearby.allocate, check=machine_room_nearby.check),
@@ -99,10 +101,10 @@ def allocate_one(
     mq_all: Sequence[tuple[str, int]] | None,
     cid_all: Sequence[str] | None,
     current_cid: str | None,
-    params: Mapping[str, np.ndarray] | None = None,
+    params: Params | Mapping[str, object] | None = None,
 ) -> list[tuple[str, int]] | None:
     """One client's allocate() call, as the Java method makes it: raises AllocationError where it
-    throws, returns None where it returns null. ``params`` as GroupBatch.params for one group."""
+    throws, returns None where it returns null. ``params``: as GroupBatch.from_lists takes them."""
     batch = GroupBatch.from_lists([topic], [list(mq_all or [])], [list(cid_all or [])], params)
     cids = list(cid_all or [])
     index = cids.index(current_cid) if current_cid in cids else -1

@@ -22,7 +22,6 @@ import numpy as np
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
 
 NAME = "STICKY"
-PREVIOUS = "queue_previous_owner"
 
 _I64 = np.int64
 
@@ -40,7 +39,8 @@ def _rank_within(keys_sorted_group: np.ndarray) -> np.ndarray:
 def owners(batch: GroupBatch) -> np.ndarray:
     """The cidAll position (flat client index) that owns every flat queue of the batch."""
     n_queues = len(batch.queue_id)
-    previous = np.asarray(batch.params.get(PREVIOUS, np.full(n_queues, -1, _I64)), dtype=_I64)
+    previous = batch.params.queue_previous_owner
+    previous = np.full(n_queues, -1, _I64) if previous is None else np.asarray(previous, dtype=_I64)
     group = batch.queue_group
     n = batch.queue_counts
     c = batch.client_counts

@@ -1,7 +1,7 @@
 """Why a group's observed assignment is not the simulated one: what `rmqsim validate` can tell.
 
 Pure functions over one group: its routes (schemas.GROUP_ROUTES rows, phase 0) and who held each
-queue when consumerProgress was saved. Allocations run through rmqsim.allocation, the code the
+queue when consumerProgress was saved. Allocations run through rmqsim.stage.dispatch, the code the
 simulation runs, on changed copies of the routes. Causes, by code:
 
 - duplicate_client_id: consumerConnection lists one client id more than once (two processes that
@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import allocation, schemas
+from rmqsim import schemas
+from rmqsim.arrays import as_objects
 from rmqsim.javaorder import java_key
+from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.strategies import ROCKETMQ_STRATEGIES, STRATEGIES
-from rmqsim.strategies.batch import as_objects
 
 ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
 PHANTOM = "<unlisted client>"
@@ -98,7 +99,7 @@ def owners_of(rows: Sequence[dict], strategy: str) -> Owners:
     if not runs:
         return out
     batch_rows = pa.RecordBatch.from_pylist(runs, schema=ROUTES_ARROW)
-    for a in allocation.allocate_rows(batch_rows):
+    for a in allocate_rows(batch_rows):
         topics, clients = as_objects(a.batch.topics), as_objects(a.batch.client_ids)
         brokers, queue_ids = as_objects(a.allocation.brokers(a.batch)), a.allocation.queue_ids(a.batch)
         for k, caller in enumerate(a.allocation.caller):
@@ -269,12 +270,18 @@ class GroupCase:
 def diagnose(case: GroupCase) -> list[Cause]:
     rows, observed, strategy = case.rows, case.observed, case.strategy
     listed = {c for r in rows for c in r["client_ids"]}
-    by_ip: dict[str, set[str]] = defaultdict(set)
-    for c in listed:
-        by_ip[ip_of(c)].add(c)
     current = owners_of(rows, strategy) if strategy in STRATEGIES else {}
-    causes: list[Cause] = []
+    causes = _duplicate_ids(rows, observed, current)
+    held, missing = _unlisted_holders(observed, listed)
+    causes += held
+    causes += _silent_clients(listed, observed, current)
+    if match_count(observed, current) == len(observed):
+        return causes
+    return causes + _mismatch(case, current, listed, missing, causes)
 
+
+def _duplicate_ids(rows: Sequence[dict], observed: Mapping[Queue, Holder], current: Owners) -> list[Cause]:
+    causes = []
     for r in rows:
         for client, n in sorted(Counter(r["client_ids"]).items()):
             if n > 1:
@@ -287,8 +294,17 @@ def diagnose(case: GroupCase) -> list[Cause]:
                         "by nobody",
                     )
                 )
+    return causes
+
+
+def _unlisted_holders(observed: Mapping[Queue, Holder], listed: set[str]) -> tuple[list[Cause], set[str]]:
+    """Holders consumerConnection does not list, or lists several clients for (by IP); and the
+    keys of the missing ones."""
+    by_ip: dict[str, set[str]] = defaultdict(set)
+    for c in listed:
+        by_ip[ip_of(c)].add(c)
     held = _held(observed)
-    missing = set()
+    causes, missing = [], set()
     for key in sorted(held):
         ip = key[len("IP ") :] if key.startswith("IP ") else None
         if (ip is None and key not in listed) or (ip is not None and ip not in by_ip):
@@ -308,6 +324,11 @@ def diagnose(case: GroupCase) -> list[Cause]:
                     "consumerProgress prints only the IP, so their queues are compared by IP",
                 )
             )
+    return causes, missing
+
+
+def _silent_clients(listed: set[str], observed: Mapping[Queue, Holder], current: Owners) -> list[Cause]:
+    causes = []
     for client in sorted(listed, key=java_key):
         share = {q for q in observed if client in current.get(q, ())}
         if share and all(observed[q].key is None for q in share):
@@ -318,9 +339,16 @@ def diagnose(case: GroupCase) -> list[Cause]:
                     "for any: the client did not report its queues (not a Java client, or unreachable)",
                 )
             )
+    return causes
 
-    if match_count(observed, current) == len(observed):
-        return causes
+
+def _mismatch(
+    case: GroupCase, current: Owners, listed: set[str], missing: set[str], found_so_far: list[Cause]
+) -> list[Cause]:
+    """Why the observed assignment is not the configured strategy's: another strategy's, a stale
+    view's, or none this check can rebuild."""
+    rows, observed, strategy = case.rows, case.observed, case.strategy
+    causes = []
     if strategy not in STRATEGIES:
         causes.append(
             Cause("unknown_strategy", f"the configured strategy {strategy!r} is not one rmqsim knows")
@@ -354,7 +382,7 @@ def diagnose(case: GroupCase) -> list[Cause]:
             )
         )
         return causes
-    if not any(c.code in ("missing_client", "client_not_reporting") for c in causes):
+    if not any(c.code in ("missing_client", "client_not_reporting") for c in found_so_far):
         causes.append(
             Cause(
                 "unknown_strategy",

@@ -6,7 +6,7 @@ another run, each group's configured strategy is picked out of it) or made here 
 Queues are compared where consumerProgress lists them: a queue matches when its observed holder
 is one of its simulated owners (by client id, or by IP where only the IP is known) or when
 neither side has one. Groups with a mismatch, or with a duplicate, unlisted or ambiguous client,
-are then diagnosed on the driver (rmqsim.causes): only their routes are collected.
+are then diagnosed on the driver (rmqsim.validate.diagnose): only their routes are collected.
 """
 
 from __future__ import annotations
@@ -18,12 +18,17 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from rmqsim import allocation, causes, metrics, report, routes, schemas, simulate, validation
+from rmqsim import metrics, schemas, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
-from rmqsim.rejects import blank
-from rmqsim.snapshot import Snapshot, check_layout, load_snapshot
+from rmqsim.reporting import text
+from rmqsim.snapshot import checks
+from rmqsim.snapshot.load import Snapshot, check_layout, load_snapshot
+from rmqsim.snapshot.rejects import blank
+from rmqsim.stage import routes
+from rmqsim.stage import spark as stage
 from rmqsim.strategies import STRATEGIES
+from rmqsim.validate import diagnose
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +78,7 @@ def configured_strategies(snapshot: Snapshot) -> DataFrame:
 
 def group_routes(
     spark: SparkSession, config: ValidateConfig, groups: DataFrame
-) -> tuple[DataFrame, validation.Checked]:
+) -> tuple[DataFrame, checks.Checked]:
     """Phase 0 routes of the observed groups, with every strategy's parameters: what both the
     configured simulation and the diagnosis of a mismatch run on; and the checked snapshot they
     come from, cached until unpersisted."""
@@ -102,7 +107,7 @@ def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: 
         .select(*schemas.GROUP_ROUTES.fieldNames())
     )
     partitions = simulate.allocation_partitions(spark, SimulateConfig(snapshot="", out=""))  # the default
-    client_queues = allocation.client_queues(allocation.partition_by_group(staged, partitions=partitions))
+    client_queues = stage.client_queues(stage.partition_by_group(staged, partitions=partitions))
     return metrics.assignments(client_queues).select(*KEYS, "client_id")
 
 
@@ -189,7 +194,7 @@ def per_group(snapshot: Snapshot, queues: DataFrame, strategies: DataFrame) -> D
 
 def _cases(
     observed_routes: DataFrame, queues: DataFrame, groups: list[str], strategy: dict[str, str]
-) -> list[causes.GroupCase]:
+) -> list[diagnose.GroupCase]:
     """The flagged groups' routes (of the topics observed) and observed holders, on the driver."""
     observed_topics = queues.where(F.col("in_progress")).select("group", "topic").distinct()
     flagged = observed_routes.where(F.col("group").isin(groups)).join(
@@ -200,10 +205,10 @@ def _cases(
         by_group[row["group"]].append(row)
     observed: dict[str, dict] = {g: {} for g in groups}
     for r in queues.where(F.col("in_progress") & F.col("group").isin(groups)).collect():
-        observed[r["group"]][(r["topic"], r["broker_name"], r["queue_id"])] = causes.Holder(
+        observed[r["group"]][(r["topic"], r["broker_name"], r["queue_id"])] = diagnose.Holder(
             r["observed_client_id"], r["observed_client_ip"]
         )
-    return [causes.GroupCase(g, strategy.get(g, "AVG"), by_group[g], observed[g]) for g in groups]
+    return [diagnose.GroupCase(g, strategy.get(g, "AVG"), by_group[g], observed[g]) for g in groups]
 
 
 def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
@@ -240,7 +245,7 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
             )
             flagged = flagged[:MAX_DIAGNOSED]
         cases = _cases(observed_routes, queues, flagged, configured) if flagged else []
-        found = {case.group: causes.diagnose(case) for case in cases}
+        found = {case.group: diagnose.diagnose(case) for case in cases}
     finally:
         observed_routes.unpersist()
         checked.unpersist()
@@ -285,7 +290,7 @@ def format_result(rows: list[dict]) -> str:
         }
         for r in rows
     ]
-    lines = [report.format_table(shown, COLUMNS)]
+    lines = [text.format_table(shown, COLUMNS)]
     for r in rows:
         lines.extend(f"{r['group']}: {code}: {detail}" for code, detail in zip(r["causes"], r["details"]))
     return "\n".join(lines)

@@ -1,0 +1,2 @@
+"""Scenarios: what-if steps read from YAML (parse), checked against the snapshot's names (names),
+and applied to it as DataFrame transformations, one phase per step (apply)."""

@@ -1,0 +1,222 @@
+"""What scenario steps refer to: every broker, topic, group and client a step names must exist at
+that point of its scenario, or the run stops with an InputError before the simulation starts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from rmqsim.errors import InputError
+from rmqsim.scenarios.parse import (
+    ALL,
+    KIND_OF,
+    AddBrokers,
+    BrokerDown,
+    BrokerUp,
+    ConsumersJoin,
+    ConsumersLeave,
+    RemoveBrokers,
+    Scenario,
+    SetQueueNums,
+    SetStrategy,
+    StaleView,
+)
+from rmqsim.snapshot.load import Snapshot
+
+
+def existing_names(
+    snapshot: Snapshot, wanted: Referenced, counted: frozenset[str] = frozenset()
+) -> Referenced:
+    """Which of the names the scenarios refer to the snapshot holds, and how many clients each
+    ``counted`` group has (small queries, tiny results)."""
+
+    def present(df: DataFrame, column: str, names: frozenset[str]) -> frozenset[str]:
+        if not names:
+            return frozenset()
+        rows = df.where(F.col(column).isin(sorted(names))).select(column).distinct().collect()
+        return frozenset(r[0] for r in rows)
+
+    groups = snapshot.consumers.select("group").unionByName(snapshot.groups.select("group"))
+    clients: set[tuple[str, str]] = set()
+    if wanted.clients or counted:
+        # One query for both: the named clients, and every client of the counted groups.
+        ids = sorted({c for _, c in wanted.clients})
+        rows = (
+            snapshot.consumers.where(F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted)))
+            .select("group", "client_id")
+            .distinct()
+            .collect()
+        )
+        clients = {(r[0], r[1]) for r in rows}
+    per_group = Counter(group for group, _ in clients)
+    sizes = {g: per_group[g] for g in counted}
+    return Referenced(
+        brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
+        topics=present(snapshot.topic_queues, "topic", wanted.topics),
+        groups=present(groups, "group", wanted.groups),
+        clients=frozenset(clients & wanted.clients),
+        sizes=sizes,
+    )
+
+
+@dataclass(frozen=True)
+class Referenced:
+    """Every name the scenarios refer to, by kind: what the snapshot is asked about."""
+
+    brokers: frozenset[str]
+    topics: frozenset[str]
+    groups: frozenset[str]
+    clients: frozenset[tuple[str, str]]  # (group, client_id)
+    # Clients per group, of the groups a ``count`` leave draws from (``counted_groups``).
+    sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+
+def referenced(scenarios: Iterable[Scenario]) -> Referenced:
+    brokers: set[str] = set()
+    topics: set[str] = set()
+    groups: set[str] = set()
+    clients: set[tuple[str, str]] = set()
+    for scenario in scenarios:
+        for step in scenario.steps:
+            brokers.update(_listed(getattr(step, "names", None)) + _listed(getattr(step, "brokers", None)))
+            topics.update(_listed(getattr(step, "topics", None)))
+            group = getattr(step, "group", None)
+            if group is not None and group != ALL:
+                groups.add(group)
+            if isinstance(step, (ConsumersJoin, ConsumersLeave, StaleView)) and step.client_ids:
+                clients.update((step.group, c) for c in step.client_ids)
+    return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
+
+
+def counted_groups(scenarios: Iterable[Scenario]) -> frozenset[str]:
+    """The groups a ``count`` leave draws from: their client counts are checked against it."""
+    return frozenset(
+        step.group
+        for scenario in scenarios
+        for step in scenario.steps
+        if isinstance(step, ConsumersLeave) and step.count is not None
+    )
+
+
+def _listed(value: object) -> list[str]:
+    return list(value) if isinstance(value, tuple) else []
+
+
+@dataclass
+class _Names:
+    brokers: set[str]
+    topics: set[str]
+    groups: set[str]
+    clients: set[tuple[str, str]]
+    sizes: dict[str, int]  # clients per group, for the counted groups
+
+
+def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
+    """Walk each scenario's steps against the snapshot's names (``existing``: those of the
+    referenced names that the snapshot holds, and the sizes of the counted groups), tracking what
+    earlier steps add and remove."""
+    for scenario in scenarios:
+        names = _Names(
+            set(existing.brokers),
+            set(existing.topics),
+            set(existing.groups),
+            set(existing.clients),
+            dict(existing.sizes),
+        )
+        for k, step in enumerate(scenario.steps, 1):
+            _CHECKS[type(step)](step, names, f"scenario '{scenario.name}', step {k}", KIND_OF[type(step)])
+
+
+def _unknown(where: str, key: str, kind_name: str, missing: Iterable[str]) -> InputError:
+    listed = ", ".join(repr(m) for m in sorted(missing))
+    return InputError(where, key, f"no such {kind_name} in the snapshot at this step: {listed}")
+
+
+def _require(have: set, wanted: Iterable, where: str, key: str, kind_name: str) -> None:
+    missing = [w for w in wanted if w not in have]
+    if missing:
+        raise _unknown(where, key, kind_name, [m if isinstance(m, str) else m[1] for m in missing])
+
+
+def _check_add(step: AddBrokers, names: _Names, where: str, kind: str) -> None:
+    present = [n for n in step.names if n in names.brokers]
+    if present:
+        raise InputError(where, f"{kind}.names", f"broker(s) already in the snapshot: {present}")
+    if step.topics != ALL:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    names.brokers.update(step.names)
+
+
+def _check_remove(step: RemoveBrokers, names: _Names, where: str, kind: str) -> None:
+    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
+    names.brokers.difference_update(step.names)
+
+
+def _check_brokers(step: BrokerDown | BrokerUp, names: _Names, where: str, kind: str) -> None:
+    _require(names.brokers, step.names, where, f"{kind}.names", "broker")
+
+
+def _check_queue_nums(step: SetQueueNums, names: _Names, where: str, kind: str) -> None:
+    if step.topics != ALL:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    if step.brokers != ALL:
+        _require(names.brokers, step.brokers, where, f"{kind}.brokers", "broker")
+
+
+def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.topics is not None:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+    joining = {(step.group, c) for c in step.client_ids or ()} - names.clients
+    if step.group in names.sizes:
+        names.sizes[step.group] += len(joining) if step.client_ids else step.count or 0
+    names.clients.update(joining)
+
+
+def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.client_ids:
+        wanted = [(step.group, c) for c in step.client_ids]
+        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
+        names.clients.difference_update(wanted)
+    clients = names.sizes.get(step.group)
+    if clients is None:
+        return
+    leaving = len(set(step.client_ids)) if step.client_ids else step.count or 0
+    if leaving > clients:
+        raise InputError(
+            where,
+            f"{kind}.count",
+            f"{leaving} clients cannot leave group '{step.group}': it has {clients} at this step",
+        )
+    names.sizes[step.group] = clients - leaving
+
+
+def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    if step.client_ids:
+        wanted = [(step.group, c) for c in step.client_ids]
+        _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
+
+
+def _check_strategy(step: SetStrategy, names: _Names, where: str, kind: str) -> None:
+    if step.group != ALL:
+        _require(names.groups, [step.group], where, f"{kind}.group", "group")
+
+
+_CHECKS: dict[type, Callable] = {
+    AddBrokers: _check_add,
+    RemoveBrokers: _check_remove,
+    BrokerDown: _check_brokers,
+    BrokerUp: _check_brokers,
+    SetQueueNums: _check_queue_nums,
+    ConsumersJoin: _check_join,
+    ConsumersLeave: _check_leave,
+    SetStrategy: _check_strategy,
+    StaleView: _check_stale,
+}

@@ -1,0 +1,213 @@
+"""Arrow in: route rows (schemas.GROUP_ROUTES) as Spark hands them to Python, turned into the
+GroupBatch that strategies work on.
+
+Spark hands the stage whole Arrow record batches (mapInArrow): list columns arrive as offsets plus
+flat values, exactly the CSR layout strategies work on, so no string becomes a Python object on
+the hot path. (mapInPandas would turn every list into a numpy array of Python strings and back;
+measured in bench/, that cost more than the allocation itself.) Everything here is a plain
+function over pyarrow batches, so tests call it without Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from rmqsim import schemas
+from rmqsim.arrays import Strings, as_objects, list_column, object_array, offsets, take
+from rmqsim.strategies import GroupBatch
+from rmqsim.strategies.by_config import ConfigLists
+
+GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
+
+# Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
+# none, the column is null on every row and is left out of the allocation stage's input: in
+# bench/, converting four all-null columns to Arrow cost more than all the others together.
+OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase")
+
+
+@dataclass(frozen=True)
+class RouteParams:
+    """strategies.params.Params read from route rows, each converted on first use: most batches
+    never need rooms or CONFIG lists. The backlog is given: metrics need it in every batch."""
+
+    rows: pa.RecordBatch
+    client_offsets: np.ndarray
+    queue_broker_index: np.ndarray  # each flat queue's index into the rows' flat broker lists
+    queue_backlog: np.ndarray
+    queue_previous_owner: None = None  # STICKY's memory is per phase: stage.sticky_memory
+
+    @cached_property
+    def virtual_node_cnt(self) -> np.ndarray:
+        return self.rows.column("virtual_node_cnt").to_numpy().astype(np.int64)
+
+    @cached_property
+    def consumer_idcs(self) -> np.ndarray:
+        return object_array(self.rows.column("consumer_idcs").to_pylist())
+
+    @cached_property
+    def inner_strategy(self) -> np.ndarray:
+        return np.asarray(self.rows.column("inner_strategy").to_pylist(), dtype=object)
+
+    @cached_property
+    def queue_room(self) -> Strings:
+        # Left in Arrow: finding a blank room there is cheap, in Python objects it was not.
+        return take(list_column(self.rows, "broker_rooms")[1], self.queue_broker_index)
+
+    @cached_property
+    def client_room(self) -> Strings:
+        return list_column(self.rows, "client_rooms")[1]
+
+    @cached_property
+    def client_config(self) -> ConfigLists:
+        return config_lists(self.rows, self.client_offsets)
+
+
+def config_lists(rows: pa.RecordBatch, client_offsets: np.ndarray) -> ConfigLists:
+    """Each flat client's CONFIG list, flat and in Arrow.
+
+    A row whose ``client_configs`` is null (no queue_config table) gives all its clients null lists."""
+    column = rows.column("client_configs")
+    valid = np.repeat(pc.is_valid(column).to_numpy(zero_copy_only=False), np.diff(client_offsets))
+    per_client = pc.list_flatten(column)  # one list per client of a row that has them
+    if len(per_client) != valid.sum():
+        raise ValueError("client_configs must hold one list per client id")
+    lengths = np.zeros(len(valid), dtype=np.int64)
+    lengths[valid] = pc.fill_null(pc.list_value_length(per_client), 0).to_numpy()
+    null = np.ones(len(valid), dtype=bool)
+    null[valid] = per_client.is_null().to_numpy(zero_copy_only=False)
+    entries = pc.list_flatten(per_client)
+    return ConfigLists(
+        offsets=offsets(lengths),
+        broker=pc.struct_field(entries, "broker_name"),
+        queue_id=pc.fill_null(pc.struct_field(entries, "queue_id"), -1).to_numpy().astype(np.int64),
+        null=null,
+    )
+
+
+def to_batch(rows: pa.RecordBatch) -> GroupBatch:
+    """The rows' routes expanded into mqAll and cidAll, with their strategy parameters."""
+    broker_offsets, broker_names = list_column(rows, "broker_names")
+    _, read_queue_nums = list_column(rows, "read_queue_nums")
+    client_offsets, client_ids = list_column(rows, "client_ids")
+    nums = read_queue_nums.to_numpy(zero_copy_only=False).astype(np.int64)
+    batch = GroupBatch.from_routes(
+        topics=rows.column("topic"),
+        broker_offsets=broker_offsets,
+        broker_names=broker_names,
+        read_queue_nums=nums,
+        client_offsets=client_offsets,
+        client_ids=client_ids,
+    )
+    params = RouteParams(
+        rows=rows,
+        client_offsets=client_offsets,
+        queue_broker_index=np.repeat(np.arange(len(nums), dtype=np.int64), nums),
+        queue_backlog=queue_backlogs(rows, batch),
+    )
+    return replace(batch, params=params)
+
+
+def has_offsets(rows: pa.RecordBatch) -> np.ndarray:
+    """Rows whose (topic, group) has offsets: their backlog is known (0 where a queue has none)."""
+    return pc.is_valid(rows.column("backlogs")).to_numpy(zero_copy_only=False)
+
+
+def queue_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
+    """The backlog of every flat queue of ``batch``, 0 where unknown."""
+    out = np.zeros(len(batch.queue_id), dtype=np.int64)
+    offsets_, flat = list_column(rows, "backlogs")
+    if len(flat) == 0 or len(out) == 0:
+        return out
+    names = pd.Index(pd.unique(as_objects(batch.queue_broker)))
+    n_b = len(names) + 1
+
+    def key(row: np.ndarray, broker: np.ndarray, queue_id: np.ndarray) -> np.ndarray:
+        return (row * n_b + broker) * (1 << 32) + queue_id
+
+    flat_queues = key(batch.queue_group, names.get_indexer(as_objects(batch.queue_broker)), batch.queue_id)
+    entry_row = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets_))
+    broker = names.get_indexer(as_objects(flat.field("broker_name")))
+    queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(np.int64)
+    at = pd.Index(flat_queues).get_indexer(key(entry_row, broker, queue_id))
+    found = (broker >= 0) & (queue_id >= 0) & (at >= 0)
+    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.int64)
+    # Reversed, so that the first row reported for a queue is the one that stays.
+    out[at[found][::-1]] = backlog[found][::-1]
+    return out
+
+
+def row_codes(rows: pa.RecordBatch, *columns: str) -> np.ndarray:
+    """An integer per row, equal for rows with equal values in ``columns``."""
+    key = pc.binary_join_element_wise(*[pc.cast(rows.column(c), pa.string()) for c in columns], "\x00")
+    return pc.dictionary_encode(key).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def phases_of(rows: pa.RecordBatch) -> np.ndarray:
+    return rows.column("phase").to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def broadcasting(rows: pa.RecordBatch) -> np.ndarray:
+    """Rows of BROADCASTING groups: every client reads every queue, whatever the strategy."""
+    return pc.equal(rows.column("message_model"), "BROADCASTING").to_numpy(zero_copy_only=False)
+
+
+def rows_by_strategy(rows: pa.RecordBatch) -> dict[str, np.ndarray]:
+    """Which rows run which strategy (each row lists its strategies)."""
+    offsets_, flat = list_column(rows, "strategies")
+    row_of_entry = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets_))
+    encoded = pc.dictionary_encode(flat)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    names = encoded.dictionary.to_pylist()
+    return {name: np.unique(row_of_entry[codes == i]) for i, name in enumerate(names)}
+
+
+def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Re-cut batches whose groups are contiguous (sorted by (scenario, group) within a Spark
+    partition) so that no group spans two of them.
+
+    Spark cuts Arrow batches at a fixed row count; a group's rows (every topic of every phase)
+    that straddle a cut are held back and prepended to the next batch (a partition never splits
+    a group: see stage.spark.partition_by_group).
+    """
+    pending: list[pa.RecordBatch] = []
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        same = pc.and_(
+            pc.equal(rb.column("scenario"), rb.column("scenario")[-1]),
+            pc.equal(rb.column("group"), rb.column("group")[-1]),
+        )
+        cut = rb.num_rows - pc.sum(same).as_py()  # contiguous: the last group's rows come last
+        if cut > 0:
+            yield _concat([*pending, rb.slice(0, cut)])
+            pending = [rb.slice(cut)]
+        else:
+            pending.append(rb)
+    if pending:
+        yield _concat(pending)
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def with_absent_columns(rows: pa.RecordBatch) -> pa.RecordBatch:
+    """``rows`` with every GROUP_ROUTES column it lacks (OPTIONAL ones left out) as nulls."""
+    if rows.num_columns == len(GROUP_ROUTES_ARROW):
+        return rows
+    present = set(rows.schema.names)
+    columns = [
+        rows.column(f.name) if f.name in present else pa.nulls(rows.num_rows, f.type)
+        for f in GROUP_ROUTES_ARROW
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=GROUP_ROUTES_ARROW)

@@ -1,0 +1,2 @@
+"""`rmqsim validate`: the simulated assignment beside the observed one (run), and the causes of
+a mismatch (diagnose)."""

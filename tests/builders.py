@@ -1,0 +1,175 @@
+"""Test inputs built from keyword arguments: route rows (the allocation stage's input batches,
+schemas.GROUP_ROUTES) and snapshots written as Parquet.
+
+A route row is a dict keyed by GROUP_ROUTES' field names; `route` fills in every field a test does
+not name, so a test says only what it is about. `route_batch` turns such rows into the Arrow batch
+the stage functions (client_queue_batches, movement_batches, map_client_queues) take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from rmqsim import schemas
+from rmqsim.snapshot.write import arrow_table, write_snapshot
+
+# A scenarios file of one step on the sample snapshot, for the tests that check how a run is
+# launched (spark-submit, Airflow) rather than what the bundled scenarios show.
+ONE_SCENARIO = "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_down: {names: [broker-b]}\n"
+
+# ------------------------------------------------------------------ route rows (GROUP_ROUTES)
+
+ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+
+
+class _NullPerClient:
+    """route's default client_configs: a null list for every client (None: the whole row null)."""
+
+    def __repr__(self) -> str:
+        return "NULL_PER_CLIENT"
+
+
+NULL_PER_CLIENT = _NullPerClient()
+
+
+def route(
+    *,
+    topic: str = "t",
+    group: str = "g",
+    brokers: Mapping[str, int] | None = None,
+    clients: Sequence[str] = (),
+    strategies: Sequence[str] = ("AVG",),
+    scenario: str = "s",
+    phase: int = 0,
+    skipped: Sequence[Mapping[str, str]] = (),
+    broker_rooms: Sequence[str | None] | None = None,
+    client_rooms: Sequence[str | None] | None = None,
+    client_configs: Sequence[Sequence[Mapping[str, object]] | None] | None | _NullPerClient = NULL_PER_CLIENT,
+    virtual_node_cnt: int = 10,
+    consumer_idcs: Sequence[str] | None = None,
+    inner_strategy: str = "AVG",
+    message_model: str = "CLUSTERING",
+    last_phase: int = 0,
+    compare: bool = False,
+    backlogs: Sequence[Mapping[str, object]] | None = None,
+    stale_clients: Sequence[str] | None = None,
+    view_phase: int | None = None,
+) -> dict:
+    """One GROUP_ROUTES row of (topic, group).
+
+    brokers maps each broker name to its read queue count, in route (Java) order; clients are the
+    client ids in cidAll order, duplicates kept. broker_rooms and client_rooms default to a null
+    room per broker and per client; client_configs to a null CONFIG list per client (None makes
+    the whole column null for the row, as in a snapshot without queue_config).
+    """
+    brokers = dict(brokers or {})
+    clients = list(clients)
+    return {
+        "scenario": scenario,
+        "phase": phase,
+        "strategies": list(strategies),
+        "skipped": [dict(s) for s in skipped],
+        "topic": topic,
+        "group": group,
+        "broker_names": list(brokers),
+        "read_queue_nums": list(brokers.values()),
+        "broker_rooms": [None] * len(brokers) if broker_rooms is None else list(broker_rooms),
+        "client_ids": clients,
+        "client_rooms": [None] * len(clients) if client_rooms is None else list(client_rooms),
+        "client_configs": (
+            [None] * len(clients)
+            if client_configs is NULL_PER_CLIENT
+            else None
+            if client_configs is None
+            else [None if c is None else list(c) for c in client_configs]
+        ),
+        "virtual_node_cnt": virtual_node_cnt,
+        "consumer_idcs": None if consumer_idcs is None else list(consumer_idcs),
+        "inner_strategy": inner_strategy,
+        "message_model": message_model,
+        "last_phase": last_phase,
+        "compare": compare,
+        "backlogs": None if backlogs is None else [dict(b) for b in backlogs],
+        "stale_clients": None if stale_clients is None else list(stale_clients),
+        "view_phase": view_phase,
+    }
+
+
+def route_batch(rows: Iterable[Mapping[str, object]]) -> pa.RecordBatch:
+    """Route rows as one RecordBatch of the GROUP_ROUTES schema (no rows: an empty batch)."""
+    rows = list(rows)
+    for row in rows:
+        assert list(row) == ROUTES.names, f"not a GROUP_ROUTES row: {sorted(row)}"
+    return pa.RecordBatch.from_pylist(rows, schema=ROUTES)
+
+
+def phase_routes(
+    phases: Sequence[tuple[Mapping[str, int], Sequence[str]]], strategy: str, **common: object
+) -> pa.RecordBatch:
+    """One route of (topic t, group g) per phase k of a scenario, from (brokers, clients) pairs:
+    last_phase is the last k, client_configs null for every row; `common` (route's keywords) goes
+    into every row."""
+    common = {"client_configs": None, **common}
+    last = len(phases) - 1
+    return route_batch(
+        route(phase=k, last_phase=last, strategies=[strategy], brokers=b, clients=c, **common)
+        for k, (b, c) in enumerate(phases)
+    )
+
+
+# ------------------------------------------------------------------ snapshots
+
+
+def _columns(spec: schemas.TableSpec, rows: Iterable[Mapping[str, object]]) -> dict[str, list]:
+    rows = list(rows)
+    names = [c.name for c in spec.columns if any(c.name in r for r in rows)] or [
+        c.name for c in spec.columns if c.required
+    ]
+    return {n: [r.get(n) for r in rows] for n in names}
+
+
+def make_snapshot(
+    path: Path,
+    *,
+    brokers: Iterable[Mapping[str, object]],
+    topic_queues: Iterable[Mapping[str, object]],
+    consumers: Iterable[Mapping[str, object]],
+    groups: Iterable[Mapping[str, object]] | None = None,
+    queue_config: Iterable[Mapping[str, object]] | None = None,
+    offsets: Iterable[Mapping[str, object]] | None = None,
+) -> str:
+    """Write a snapshot from row dicts; absent optional columns stay absent in the Parquet."""
+    tables = {
+        "brokers": arrow_table(schemas.BROKERS, _columns(schemas.BROKERS, brokers)),
+        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, _columns(schemas.TOPIC_QUEUES, topic_queues)),
+        "consumers": arrow_table(schemas.CONSUMERS, _columns(schemas.CONSUMERS, consumers)),
+    }
+    if groups is not None:
+        tables["groups"] = arrow_table(schemas.GROUPS, _columns(schemas.GROUPS, groups))
+    if queue_config is not None:
+        tables["queue_config"] = arrow_table(
+            schemas.QUEUE_CONFIG, _columns(schemas.QUEUE_CONFIG, queue_config)
+        )
+    if offsets is not None:
+        tables["offsets"] = arrow_table(schemas.OFFSETS, _columns(schemas.OFFSETS, offsets))
+    write_snapshot(tables, str(path))
+    return str(path)
+
+
+def queue_rows(topic: str, brokers: Mapping[str, int], perm: int = 6) -> list[dict]:
+    return [
+        {"topic": topic, "broker_name": b, "read_queue_nums": n, "write_queue_nums": n, "perm": perm}
+        for b, n in brokers.items()
+    ]
+
+
+def consumer_rows(group: str, topic: str, client_ids: Iterable[str]) -> list[dict]:
+    return [{"group": group, "topic": topic, "client_id": c} for c in client_ids]
+
+
+def broker_rows(*names: str, alive: bool = True) -> list[dict]:
+    return [{"broker_name": n, "broker_id": 0, "alive": alive} for n in names]
