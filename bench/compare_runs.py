@@ -8,7 +8,8 @@ Each Parquet dataset in a run directory is a table (hive partitions `scenario=..
 strings); charts/, report.html and other files are skipped, hidden and _underscore entries ignored. Tables
 are compared by schema (names and types, in order) and by rows as a multiset: row order and part-file
 layout do not matter, values must be equal (null equals null, NaN equals NaN, floats exactly unless
---float-tolerance; nested values compare by their canonical JSON). Exit 0 if every table is equal, 1 if
+--float-tolerance; nested values compare by their canonical JSON). A column the new code adds to a
+table (a contract extension) is left out with --new-column TABLE.COLUMN. Exit 0 if every table is equal, 1 if
 any differs, 2 on usage errors.
 """
 
@@ -149,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("new_run", type=Path)
     parser.add_argument("--float-tolerance", type=float, default=0.0, help="max |old - new| of equal floats")
     parser.add_argument("--show", type=int, default=5, help="example rows to print per side")
+    parser.add_argument(
+        "--new-column",
+        action="append",
+        default=[],
+        metavar="TABLE.COLUMN",
+        help="a column the new run adds (a contract extension): compared without it; repeatable",
+    )
     args = parser.parse_args(argv)
     runs = (args.old_run, args.new_run)
     if missing := [str(run) for run in runs if not run.is_dir()]:
@@ -158,7 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'table':<20}  {'rows_old':>9}  {'rows_new':>9}  result")
     all_equal = True
     for name in tables:
-        equal, lines = report(name, read_table(args.old_run / name), read_table(args.new_run / name), args)
+        new = read_table(args.new_run / name)
+        added = [c.split(".", 1)[1] for c in args.new_column if c.split(".", 1)[0] == name]
+        if new is not None and added:
+            new = new.drop_columns([c for c in added if c in new.column_names])
+        equal, lines = report(name, read_table(args.old_run / name), new, args)
         all_equal &= equal
         print("\n".join(lines), flush=True)
     if skipped := [n + "/" * any((run / n).is_dir() for run in runs) for n in names if n not in tables]:
