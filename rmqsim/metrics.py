@@ -25,7 +25,7 @@ def assignments(client_queues: DataFrame) -> DataFrame:
     schemas.ASSIGNMENTS, each client's owned list exploded in the JVM (shipping one Arrow row per
     queue out of Python cost more than the allocation itself)."""
     keys = [f for f in schemas.ASSIGNMENTS.fieldNames() if f not in schemas.OWNED_QUEUE.fieldNames()]
-    return client_queues.select(*keys, F.inline("owned"))
+    return client_queues.select(*keys, F.inline("owned")).select(*schemas.ASSIGNMENTS.fieldNames())
 
 
 def _max_over_mean_of(column: str) -> Column:

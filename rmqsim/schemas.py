@@ -78,6 +78,7 @@ CONSUMERS = TableSpec(
         Column("topic", STRING),
         Column("client_id", STRING),
         Column("machine_room", STRING, required=False),
+        Column("language", STRING, required=False),  # the client library; null: JAVA
     ),
 )
 
@@ -95,6 +96,8 @@ GROUPS = TableSpec(
 )
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")  # groups.message_model, trimmed, any case
+# consumers.language, as mqadmin consumerConnection prints it: the libraries rmqsim simulates.
+LANGUAGES = ("JAVA", "GO", "CPP", "PYTHON", "NODE_JS")
 
 OFFSETS = TableSpec(
     "offsets",
@@ -190,6 +193,9 @@ GROUP_ROUTES = StructType(
         # A stale_view phase: these clients compute from phase view_phase's route (null otherwise).
         StructField("stale_clients", ArrayType(STRING, True), True),
         StructField("view_phase", INT, True),
+        # Each client's library, trimmed and in upper case (null: JAVA; null for the whole row
+        # where the consumers table has no language column).
+        StructField("client_languages", ArrayType(STRING, True), True),
     ]
 )
 
@@ -203,8 +209,12 @@ ASSIGNMENTS = StructType(
         StructField("client_id", STRING, False),
         StructField("broker_name", STRING, False),
         StructField("queue_id", INT, False),
+        StructField("computed_by", STRING, False),  # who computed the client's queues (PATHS)
     ]
 )
+
+# assignments.computed_by: the client itself, with its library's code (docs/CONTRACT.md, 2b).
+PATHS = tuple(f"client {language}" for language in LANGUAGES)
 
 TOPIC_GROUP = (StructField("topic", STRING, False), StructField("group", STRING, False))
 
@@ -257,6 +267,7 @@ CLIENT_QUEUES = StructType(
         StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group): its metrics
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
         StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
+        StructField("computed_by", STRING, True),  # null: a (topic, group) every client left
     ]
 )
 

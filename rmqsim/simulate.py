@@ -86,10 +86,11 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         checked.unpersist()
         raise
     staged = apply.phased(valid, runs)
+    languages = "consumers.language" in snapshot.given
     by = apply.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
     clients = (
-        routes.client_lists(staged.consumers, queue_config=staged.queue_config, by=by)
+        routes.client_lists(staged.consumers, queue_config=staged.queue_config, languages=languages, by=by)
         .transform(lambda df: apply.with_left_subscriptions(df, runs))
         .transform(
             lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
@@ -109,6 +110,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "client_configs": staged.queue_config is None,
         "stale_clients": stale_views is None,
         "view_phase": stale_views is None,
+        "client_languages": not languages,
     }
     return Staged(
         group_routes,

@@ -58,13 +58,15 @@ def route(
     backlogs: Sequence[Mapping[str, object]] | None = None,
     stale_clients: Sequence[str] | None = None,
     view_phase: int | None = None,
+    client_languages: Sequence[str | None] | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
     brokers maps each broker name to its read queue count, in route (Java) order; clients are the
     client ids in cidAll order, duplicates kept. broker_rooms and client_rooms default to a null
     room per broker and per client; client_configs to a null CONFIG list per client (None makes
-    the whole column null for the row, as in a snapshot without queue_config).
+    the whole column null for the row, as in a snapshot without queue_config); client_languages
+    to null for the row (every client JAVA, as in a consumers table without a language column).
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -96,6 +98,7 @@ def route(
         "backlogs": None if backlogs is None else [dict(b) for b in backlogs],
         "stale_clients": None if stale_clients is None else list(stale_clients),
         "view_phase": view_phase,
+        "client_languages": None if client_languages is None else list(client_languages),
     }
 
 

@@ -127,13 +127,14 @@ def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot, 
     else:
         known = snap.consumers.unionByName(first.consumers)
         topics = known.where(F.col("group") == step.group).select("topic").distinct()
+    given = {"group": F.lit(step.group), "machine_room": F.lit(step.machine_room).cast("string")}
     new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
         *[
-            F.lit(step.group).alias(c)
-            if c == "group"
-            else F.lit(step.machine_room).cast("string").alias(c)
-            if c == "machine_room"
+            given[c].alias(c)
+            if c in given
             else F.col(c)
+            if c in ("topic", "client_id")
+            else F.lit(None).cast(snap.consumers.schema[c].dataType).alias(c)  # language: null, JAVA
             for c in snap.consumers.columns
         ]
     )
@@ -302,6 +303,10 @@ def _stale_clients(current: Snapshot, step: sc.StaleView) -> DataFrame:
     )
 
 
+# client_lists columns null for a whole row where the snapshot has no data for them.
+NULL_WHEN_ABSENT = ("client_configs", "client_languages")
+
+
 def with_left_subscriptions(client_lists: DataFrame, scenarios: Sequence[sc.Scenario]) -> DataFrame:
     """``client_lists`` (routes.client_lists by phase) with an empty client list for each phase in
     which a (topic, group) has no client left but had one in an earlier phase of the scenario.
@@ -325,7 +330,7 @@ def with_left_subscriptions(client_lists: DataFrame, scenarios: Sequence[sc.Scen
         .join(present, key, "left_anti")
     )
     empty = {
-        f.name: F.array().cast(f.dataType) if f.name != "client_configs" else F.lit(None).cast(f.dataType)
+        f.name: F.lit(None).cast(f.dataType) if f.name in NULL_WHEN_ABSENT else F.array().cast(f.dataType)
         for f in client_lists.schema.fields
         if f.name not in key
     }

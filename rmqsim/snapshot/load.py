@@ -40,11 +40,15 @@ class Snapshot:
     offsets: DataFrame | None = None
     queue_config: DataFrame | None = None
     observed_assignments: DataFrame | None = None  # read by `rmqsim validate` only
+    # Optional columns the files have, as "table.column": an absent one holds its default on every
+    # row, and the stage need not ship it to Python.
+    given: frozenset[str] = frozenset()
 
 
 def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
     check_layout(path)
-    tables = {spec.name: _load_table(spark, path, spec) for spec in schemas.SNAPSHOT_TABLES}
+    read = {spec.name: _load_table(spark, path, spec) for spec in schemas.SNAPSHOT_TABLES}
+    tables = {name: df for name, (df, _) in read.items()}
     groups = tables["groups"]
     if groups is None:
         groups = spark.createDataFrame([], schemas.GROUPS.schema)
@@ -56,6 +60,7 @@ def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
         offsets=tables["offsets"],
         queue_config=tables["queue_config"],
         observed_assignments=tables["observed_assignments"],
+        given=frozenset(c for _, given in read.values() for c in given),
     )
 
 
@@ -130,13 +135,15 @@ def _local_table(snapshot: str, table: str) -> str | None:
     return next((c for c in _candidates(snapshot, table) if os.path.exists(_local(c))), None)
 
 
-def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFrame | None:
+def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> tuple[DataFrame | None, set[str]]:
+    """The table conformed to ``spec`` (None where an optional table is absent), and the optional
+    columns its files have."""
     if _is_local(snapshot):
         path = _local_table(snapshot, spec.name)
         if path is None:
-            return None  # check_layout already stopped a missing required table
+            return None, set()  # check_layout already stopped a missing required table
         try:
-            return conform(spark.read.parquet(path), spec)
+            return _conformed(spark.read.parquet(path), spec)
         except InputError:
             raise
         except Exception as e:  # AnalysisException; a Java error for a Parquet file with a broken footer
@@ -146,11 +153,17 @@ def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> DataFram
             df = spark.read.parquet(candidate)
         except AnalysisException:
             continue  # not there under this spelling: try the next
-        return conform(df, spec)
+        return _conformed(df, spec)
     if spec.required:
         where = " or ".join(_candidates(snapshot, spec.name))
         raise InputError(spec.name, None, f"required table is missing: expected {where}")
-    return None
+    return None, set()
+
+
+def _conformed(df: DataFrame, spec: TableSpec) -> tuple[DataFrame, set[str]]:
+    present = {f.name.lower() for f in df.schema.fields}
+    given = {f"{spec.name}.{c.name}" for c in spec.columns if not c.required and c.name.lower() in present}
+    return conform(df, spec), given
 
 
 def _first_line(error: Exception) -> str:

@@ -30,7 +30,7 @@ GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
 # Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
 # none, the column is null on every row and is left out of the allocation stage's input: in
 # bench/, converting four all-null columns to Arrow cost more than all the others together.
-OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase")
+OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase", "client_languages")
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,33 @@ def to_batch(rows: pa.RecordBatch) -> GroupBatch:
         queue_backlog=queue_backlogs(rows, batch),
     )
     return replace(batch, params=params)
+
+
+@dataclass(frozen=True)
+class Libraries:
+    """Each flat client's library: an index into schemas.LANGUAGES, -1 for one rmqsim does not
+    simulate, whose name is then in ``unknown``."""
+
+    code: np.ndarray
+    unknown: dict[int, str]  # flat client -> its language, where code is -1
+
+
+def client_libraries(rows: pa.RecordBatch, client_offsets: np.ndarray) -> Libraries:
+    """From ``client_languages`` (null, for a client or a whole row: JAVA, the contract's default)."""
+    column = rows.column("client_languages")
+    code = np.zeros(int(client_offsets[-1]), dtype=np.int64)
+    if column.null_count == len(column):
+        return Libraries(code, {})
+    valid = np.repeat(pc.is_valid(column).to_numpy(zero_copy_only=False), np.diff(client_offsets))
+    flat = pc.list_flatten(column)
+    if len(flat) != valid.sum():
+        raise ValueError("client_languages must hold one language per client id")
+    known = pc.index_in(flat, value_set=pa.array(schemas.LANGUAGES))
+    given = np.where(flat.is_valid().to_numpy(zero_copy_only=False), pc.fill_null(known, -1).to_numpy(), 0)
+    code[valid] = given
+    clients = np.flatnonzero(valid)[given < 0]
+    names = as_objects(take(flat, np.flatnonzero(given < 0)))
+    return Libraries(code, dict(zip(clients.tolist(), names.tolist())))
 
 
 def has_offsets(rows: pa.RecordBatch) -> np.ndarray:

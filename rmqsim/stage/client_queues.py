@@ -22,6 +22,7 @@ from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts
 
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
 OWNED_ARROW = CLIENT_QUEUES_ARROW.field("owned").type
+PATHS_ARROW = pa.array(schemas.PATHS, type=pa.string())
 
 
 def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
@@ -153,6 +154,7 @@ def _client_rows(
         pa.array(first_in_group, type=pa.bool_()),
         pa.array(first_in_client, type=pa.bool_()),
         _owned_lists(a),
+        PATHS_ARROW.take(pa.array(a.computed_by, mask=a.computed_by < 0, type=pa.int64())),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW)
 
@@ -179,6 +181,7 @@ def _clientless_rows(
             pa.array([], type=OWNED_ARROW.value_type),
             type=OWNED_ARROW,
         ),
+        pa.nulls(n, pa.string()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=CLIENT_QUEUES_ARROW)
 

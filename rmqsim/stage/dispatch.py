@@ -1,6 +1,10 @@
 """Which code computes each client's queues, for every (row, strategy) of a batch.
 
-- a CLUSTERING group: its strategy (strategies.registry), every client computing its own share;
+- a CLUSTERING group: every client computes its own share with its library's code
+  (``consumers.language``): Java's strategies (strategies.registry), the Go client's
+  (strategies.go), or AVG in Go's order for the clients built on rocketmq-client-cpp, whatever
+  the group names. rmqsim's own strategies (STICKY, LAG_BALANCED) are the same function in any
+  library. A library rmqsim does not simulate computes nothing, and says so.
 - a BROADCASTING group: no balancing, every client reads every queue, whatever the strategy;
 - STICKY: the strategy, phase after phase, from the assignment it made before (stage.sticky_memory);
 - a stale_view phase: the stale clients keep what they computed from their old view (stage.stale_views).
@@ -13,17 +17,22 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from rmqsim import schemas
 from rmqsim.stage import sticky_memory
-from rmqsim.stage.batches import broadcasting, rows_by_strategy, to_batch
+from rmqsim.stage.batches import Libraries, broadcasting, client_libraries, rows_by_strategy, to_batch
 from rmqsim.stage.stale_views import with_stale_views
-from rmqsim.strategies import Allocation, Callers, GroupBatch, distinct_callers, registry, sticky
-from rmqsim.strategies.batch import concat_allocations
+from rmqsim.strategies import Allocation, Callers, GroupBatch, Strategy, distinct_callers, registry, sticky
+from rmqsim.strategies.batch import RMQSIM_REFUSES, concat_allocations
+from rmqsim.strategies.go import GO_STRATEGIES
+
+JAVA = schemas.LANGUAGES.index("JAVA")
+GO = schemas.LANGUAGES.index("GO")
 
 
 @dataclass(frozen=True)
 class Allocated:
     """One strategy over the rows of a batch that run it: callers (distinct clients of those
-    rows), the queues they own, and each caller's error."""
+    rows), the queues they own, each caller's error, and who computed them."""
 
     strategy: str
     batch: GroupBatch
@@ -31,6 +40,7 @@ class Allocated:
     allocation: Allocation
     errors: np.ndarray
     rows: np.ndarray  # the batch rows that run it, client-less ones included
+    computed_by: np.ndarray  # per caller, an index into schemas.PATHS (-1: nobody, it is refused)
     stale: np.ndarray | None = None  # callers computing from a stale view (stale_view phases)
 
 
@@ -42,24 +52,73 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     batch = to_batch(rows)
     everyone = distinct_callers(batch)
     listens = broadcasting(rows)
+    libraries = client_libraries(rows, batch.client_offsets)
     out = []
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
+        library = libraries.code[callers.client]
         if name == sticky.NAME:
             allocation, errors = sticky_memory.sticky_by_phase(rows, batch, callers)
         else:
-            allocation, errors = allocate_or_broadcast(name, batch, callers, listens[callers.group])
-        out.append(Allocated(name, batch, callers, allocation, errors, row_ids))
+            allocation, errors = _by_library(name, batch, callers, listens[callers.group], library)
+        allocation, errors = _refuse_unknown(allocation, errors, callers, libraries)
+        out.append(Allocated(name, batch, callers, allocation, errors, row_ids, library))
     return with_stale_views(rows, out)
 
 
-def allocate_or_broadcast(
-    name: str, batch: GroupBatch, callers: Callers, listening: np.ndarray
+def _by_library(
+    name: str, batch: GroupBatch, callers: Callers, listening: np.ndarray, library: np.ndarray
 ) -> tuple[Allocation, np.ndarray]:
-    """Strategy ``name`` for the callers of CLUSTERING groups; every queue of its group for each
+    """Strategy ``name`` as each caller's library computes it (a handful of libraries, each run
+    once over all its callers)."""
+    present = np.unique(library[library >= 0])
+    if len(present) == 1 and (library >= 0).all():
+        return allocate_or_broadcast(_code_of(name, int(present[0])), batch, callers, listening)
+    parts, errors = [], np.full(len(callers), None, dtype=object)
+    for code in present:
+        these = np.flatnonzero(library == code)
+        allocated, errors[these] = allocate_or_broadcast(
+            _code_of(name, int(code)), batch, callers.take(these), listening[these]
+        )
+        parts.append(allocated.select_callers(these, len(callers)))
+    return concat_allocations(parts, batch, len(callers)), errors
+
+
+def _code_of(name: str, library: int) -> Strategy:
+    """The code a client of ``library`` runs for the group's strategy ``name``."""
+    if library == JAVA or name not in registry.ROCKETMQ_STRATEGIES:
+        return registry.get(name)  # rmqsim's own strategies: one function, any library
+    if library == GO:
+        return GO_STRATEGIES[name]
+    return GO_STRATEGIES["AVG"]  # rocketmq-client-cpp and the clients on it: AVG, sorted by bytes
+
+
+def _refuse_unknown(
+    allocation: Allocation, errors: np.ndarray, callers: Callers, libraries: Libraries
+) -> tuple[Allocation, np.ndarray]:
+    """Callers of a library rmqsim does not simulate hold nothing, and their error says why."""
+    if not libraries.unknown:
+        return allocation, errors
+    refused = np.flatnonzero(libraries.code[callers.client] < 0)
+    if not len(refused):
+        return allocation, errors
+    errors = errors.copy()
+    for k in refused:  # only the callers of an unknown library, a handful
+        language = libraries.unknown[int(callers.client[k])]
+        errors[k] = (
+            f"{RMQSIM_REFUSES} consumers.language '{language}': "
+            f"the libraries it simulates are {', '.join(schemas.LANGUAGES)}"
+        )
+    keep = ~np.isin(allocation.caller, refused)
+    return allocation.select_entries(keep), errors
+
+
+def allocate_or_broadcast(
+    strategy: Strategy, batch: GroupBatch, callers: Callers, listening: np.ndarray
+) -> tuple[Allocation, np.ndarray]:
+    """``strategy`` for the callers of CLUSTERING groups; every queue of its group for each
     caller where ``listening`` (a BROADCASTING group). Returns the allocation and each caller's
     error or None."""
-    strategy = registry.get(name)
     if not listening.any():
         return registry.allocate(strategy, batch, callers)
     clustering = np.flatnonzero(~listening)

@@ -93,22 +93,30 @@ def configured_queues(queue_config: DataFrame) -> DataFrame:
 
 
 def client_lists(
-    consumers: DataFrame, *, queue_config: DataFrame | None = None, by: Sequence[str] = ()
+    consumers: DataFrame,
+    *,
+    queue_config: DataFrame | None = None,
+    languages: bool = False,
+    by: Sequence[str] = (),
 ) -> DataFrame:
     """One row per (topic, group) and ``by`` key: ``client_ids`` in Java order, duplicates kept
-    as reported, with each client's machine room and CONFIG list (null without queue_config rows) alongside.
+    as reported, with each client's machine room, CONFIG list (null without queue_config rows) and
+    library (null unless ``languages``: the consumers table has a language column) alongside.
 
     Without a queue_config table ``client_configs`` is null for the whole row: a list of nulls
-    per client cost more to hand to Python than the client ids themselves.
+    per client cost more to hand to Python than the client ids themselves; so for languages.
     """
     fields = [java_order("client_id").alias("key"), F.col("client_id"), F.col("machine_room")]
     if queue_config is not None:
         consumers = consumers.join(configured_queues(queue_config), ["group", "topic", "client_id"], "left")
         fields.append(F.col("client_config"))
+    if languages:
+        fields.append(normalised(F.col("language")).alias("language"))
     clients = consumers.groupBy(*by, "topic", "group").agg(
         F.array_sort(F.collect_list(F.struct(*fields))).alias("c")
     )
     configs = F.col("c.client_config") if queue_config is not None else F.lit(None).cast(CLIENT_CONFIGS)
+    language = F.col("c.language") if languages else F.lit(None).cast("array<string>")
     return clients.select(
         *by,
         "topic",
@@ -116,6 +124,7 @@ def client_lists(
         F.col("c.client_id").alias("client_ids"),
         F.col("c.machine_room").alias("client_rooms"),
         configs.alias("client_configs"),
+        language.alias("client_languages"),
     )
 
 

@@ -222,6 +222,12 @@ class Allocation:
     def queue_ids(self, batch: GroupBatch) -> np.ndarray:
         return self.queue_id if self.queue_id is not None else batch.queue_id[self.queue]
 
+    def select_entries(self, keep: np.ndarray) -> Allocation:
+        """The pairs where ``keep``, for the same callers."""
+        broker = None if self.broker is None else take(self.broker, np.flatnonzero(keep))
+        queue_id = None if self.queue_id is None else self.queue_id[keep]
+        return Allocation(self.caller[keep], self.queue[keep], broker, queue_id, self.null_result)
+
     def select_callers(self, mapping: np.ndarray, n_callers: int) -> Allocation:
         """The same pairs with caller k renamed mapping[k]: a subset's callers back in a set of
         ``n_callers``."""

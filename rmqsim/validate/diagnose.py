@@ -92,6 +92,7 @@ def owners_of(rows: Sequence[dict], strategy: str) -> Owners:
             "compare": False,
             "stale_clients": None,
             "view_phase": None,
+            "client_languages": None,  # the configured strategy as Java runs it
         }
         for r in rows
     ]
