@@ -71,6 +71,8 @@ def _by_library(
 ) -> tuple[Allocation, np.ndarray]:
     """Strategy ``name`` as each caller's library computes it (a handful of libraries, each run
     once over all its callers)."""
+    if (library == JAVA).all():  # every client Java: the usual fleet, no sort
+        return allocate_or_broadcast(registry.get(name), batch, callers, listening)
     present = np.unique(library[library >= 0])
     if len(present) == 1 and (library >= 0).all():
         return allocate_or_broadcast(_code_of(name, int(present[0])), batch, callers, listening)
