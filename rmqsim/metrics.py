@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from rmqsim import schemas
 from rmqsim.strategies.batch import RMQSIM_REFUSES
+from rmqsim.strategies.broker import ANSWERS_NULL
 
 RUN = ["scenario", "phase", "strategy"]
 
@@ -55,6 +56,8 @@ def consumer_load(client_queues: DataFrame) -> DataFrame:
         F.col("client_topics").alias("topics"),
         F.col("client_queues").alias("queues"),
         F.col("client_backlog").alias("backlog"),
+        F.col("client_message_share").alias("message_share"),
+        F.col("client_backlog_share").alias("backlog_share"),
     )
 
 
@@ -270,7 +273,10 @@ def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> Dat
         F.col("s.reason").alias("reason"),
         F.to_json(F.struct(*where, F.col("s.strategy").alias("strategy"))).alias("row"),
     )
-    thrown = group_metrics.where(F.col("error").isNotNull()).select(
+    # A broker's null answer is simulated (the client keeps its queues), not a group left out.
+    thrown = group_metrics.where(
+        F.col("error").isNotNull() & ~F.col("error").startswith(ANSWERS_NULL)
+    ).select(
         F.lit("allocation").alias("source"),
         F.when(F.col("error").startswith(RMQSIM_REFUSES), F.col("error"))
         .otherwise(F.concat(F.lit("the client throws: "), F.col("error")))

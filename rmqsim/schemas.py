@@ -92,10 +92,17 @@ GROUPS = TableSpec(
         Column("consumer_idcs", ArrayType(STRING), required=False),
         Column("inner_strategy", STRING, required=False, default="AVG"),
         Column("message_model", STRING, required=False, default="CLUSTERING"),
+        # Who computes the assignment (docs/CONTRACT.md, section 2b): client, broker or proxy.
+        Column("rebalance", STRING, required=False),
+        Column("request_mode", STRING, required=False),  # PULL or POP, with broker rebalancing
+        Column("pop_share_queue_num", INT, required=False),
+        Column("consume_orderly", BOOLEAN, required=False),
     ),
 )
 
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")  # groups.message_model, trimmed, any case
+REBALANCES = ("CLIENT", "BROKER", "PROXY")  # groups.rebalance, trimmed, any case; null: CLIENT
+REQUEST_MODES = ("PULL", "POP")  # groups.request_mode, trimmed, any case; null: PULL
 # consumers.language, as mqadmin consumerConnection prints it: the libraries rmqsim simulates.
 LANGUAGES = ("JAVA", "GO", "CPP", "PYTHON", "NODE_JS")
 
@@ -161,6 +168,14 @@ QUEUE_BACKLOG = StructType(
         StructField("backlog", LONG, True),
     ]
 )
+BALANCING = StructType(
+    [
+        StructField("rebalance", STRING, False),  # CLIENT, BROKER or PROXY
+        StructField("pop", BOOLEAN, False),  # request_mode POP
+        StructField("pop_share_queue_num", INT, False),
+        StructField("consume_orderly", BOOLEAN, False),
+    ]
+)
 GROUP_ROUTES = StructType(
     [
         StructField("scenario", STRING, False),
@@ -196,6 +211,9 @@ GROUP_ROUTES = StructType(
         # Each client's library, trimmed and in upper case (null: JAVA; null for the whole row
         # where the consumers table has no language column).
         StructField("client_languages", ArrayType(STRING, True), True),
+        # Who balances the group and how (null for the whole column where the groups table has no
+        # rebalance, request_mode, pop_share_queue_num or consume_orderly column): normalised.
+        StructField("balancing", BALANCING, True),
     ]
 )
 
@@ -214,7 +232,12 @@ ASSIGNMENTS = StructType(
 )
 
 # assignments.computed_by: the client itself, with its library's code (docs/CONTRACT.md, 2b).
-PATHS = tuple(f"client {language}" for language in LANGUAGES)
+PATHS = (
+    *(f"client {language}" for language in LANGUAGES),
+    "broker PULL",  # the broker's answer (QueryAssignmentProcessor)
+    "broker POP",
+    "broker kept",  # the broker answered null: the client keeps what it had
+)
 
 TOPIC_GROUP = (StructField("topic", STRING, False), StructField("group", STRING, False))
 
@@ -247,6 +270,14 @@ GROUP_METRIC_FIELDS = (
     StructField("stale_clients", LONG, False),
     StructField("multi_owned_backlog", LONG, True),
     StructField("unassigned_backlog", LONG, True),
+    # Shared ownership (docs/CONTRACT.md, section 2b): queues several clients read by design (the
+    # broker's POP), counted apart from multi_owned_queues; and each client's share of the
+    # messages, in queues (a queue read by k clients gives each 1/k of it).
+    StructField("shared_queues", LONG, False),
+    StructField("min_message_share", DOUBLE, True),
+    StructField("max_message_share", DOUBLE, True),
+    StructField("mean_message_share", DOUBLE, True),
+    StructField("message_share_max_over_mean", DOUBLE, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
@@ -264,6 +295,8 @@ CLIENT_QUEUES = StructType(
         StructField("client_topics", LONG, False),  # topics of this group the client reads
         StructField("client_queues", LONG, False),  # queues over those topics
         StructField("client_backlog", LONG, True),  # backlog over those topics; null without offsets
+        StructField("client_message_share", DOUBLE, False),  # its share of those topics' messages
+        StructField("client_backlog_share", DOUBLE, True),  # and of their backlog; null without offsets
         StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group): its metrics
         StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
         StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
@@ -279,6 +312,10 @@ CONSUMER_LOAD = StructType(
         StructField("topics", LONG, False),
         StructField("queues", LONG, False),
         StructField("backlog", LONG, True),  # null without offsets
+        # Its share of the messages (in queues) and of the backlog: a queue k clients read gives
+        # each 1/k (docs/CONTRACT.md, section 2b).
+        StructField("message_share", DOUBLE, False),
+        StructField("backlog_share", DOUBLE, True),
     ]
 )
 

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
 PARTITIONED_BY = ("scenario", "strategy")
+# The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
+BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
 
 
 @dataclass(frozen=True)
@@ -86,14 +88,23 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         checked.unpersist()
         raise
     staged = apply.phased(valid, runs)
-    languages = "consumers.language" in snapshot.given
+    # Optional route columns: shipped to Python only where the snapshot or a step gives them.
+    steps = [step for run in runs for step in run.steps]
+    languages = "consumers.language" in snapshot.given or any(
+        isinstance(s, parse.ConsumersJoin) and s.language is not None for s in steps
+    )
+    balancing = any(f"groups.{c}" in snapshot.given for c in BALANCING_COLUMNS) or any(
+        isinstance(s, parse.SetRebalance) for s in steps
+    )
     by = apply.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
     clients = (
         routes.client_lists(staged.consumers, queue_config=staged.queue_config, languages=languages, by=by)
         .transform(lambda df: apply.with_left_subscriptions(df, runs))
         .transform(
-            lambda df: routes.with_strategies(df, groups=staged.groups, strategies=config.strategies, by=by)
+            lambda df: routes.with_strategies(
+                df, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
+            )
         )
     )
     last_phase = {s.name: s.last_phase for s in runs}
@@ -111,6 +122,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "stale_clients": stale_views is None,
         "view_phase": stale_views is None,
         "client_languages": not languages,
+        "balancing": not balancing,
     }
     return Staged(
         group_routes,

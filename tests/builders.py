@@ -59,6 +59,7 @@ def route(
     stale_clients: Sequence[str] | None = None,
     view_phase: int | None = None,
     client_languages: Sequence[str | None] | None = None,
+    balancing: Mapping[str, object] | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -66,7 +67,9 @@ def route(
     client ids in cidAll order, duplicates kept. broker_rooms and client_rooms default to a null
     room per broker and per client; client_configs to a null CONFIG list per client (None makes
     the whole column null for the row, as in a snapshot without queue_config); client_languages
-    to null for the row (every client JAVA, as in a consumers table without a language column).
+    to null for the row (every client JAVA, as in a consumers table without a language column);
+    balancing (schemas.BALANCING: rebalance, pop, pop_share_queue_num, consume_orderly) to null
+    (the client balances).
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -99,6 +102,7 @@ def route(
         "stale_clients": None if stale_clients is None else list(stale_clients),
         "view_phase": view_phase,
         "client_languages": None if client_languages is None else list(client_languages),
+        "balancing": None if balancing is None else dict(balancing),
     }
 
 

@@ -33,6 +33,7 @@ def test_a_route_row_names_every_field_with_its_default() -> None:
         "stale_clients": None,
         "view_phase": None,
         "client_languages": None,
+        "balancing": None,
     }
     assert list(row) == schemas.GROUP_ROUTES.fieldNames()
     assert route(clients=["x"], client_configs=None)["client_configs"] is None  # the whole row null

@@ -99,14 +99,14 @@ def test_java_order_puts_surrogate_pairs_before_high_bmp_characters(spark) -> No
     expected = ["room1-消费者@1", "room1-😀@2", "room1-Ａ@3", "room2-cafe@5", "room2-café@4"]
     assert java_sorted(names) == expected
     assert sorted(names) != expected  # code-point order differs here
-    consumers = spark.createDataFrame([("g", "t", n, None) for n in names], schemas.CONSUMERS.schema)
+    consumers = spark.createDataFrame([("g", "t", n, None, None) for n in names], schemas.CONSUMERS.schema)
     [row] = routes.client_lists(consumers).collect()
     assert row.client_ids == expected
 
 
 def test_client_lists_keep_duplicate_ids(spark) -> None:
     consumers = spark.createDataFrame(
-        [("g", "t", c, None) for c in ["b@1", "a@1", "b@1"]], schemas.CONSUMERS.schema
+        [("g", "t", c, None, None) for c in ["b@1", "a@1", "b@1"]], schemas.CONSUMERS.schema
     )
     [row] = routes.client_lists(consumers).collect()
     assert row.client_ids == ["a@1", "b@1", "b@1"]

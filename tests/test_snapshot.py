@@ -145,4 +145,5 @@ def test_absent_optional_tables_and_columns_take_defaults(spark, tmp_path) -> No
     assert snap.groups.count() == 0 and snap.offsets is None and snap.queue_config is None
     [broker] = snap.brokers.collect()
     assert (broker.alive, broker.machine_room) == (True, None)
-    assert snap.consumers.columns == ["group", "topic", "client_id", "machine_room"]
+    assert snap.consumers.columns == ["group", "topic", "client_id", "machine_room", "language"]
+    assert "consumers.language" not in snap.given and "brokers.alive" in snap.given  # as the files have them

@@ -127,14 +127,18 @@ def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot, 
     else:
         known = snap.consumers.unionByName(first.consumers)
         topics = known.where(F.col("group") == step.group).select("topic").distinct()
-    given = {"group": F.lit(step.group), "machine_room": F.lit(step.machine_room).cast("string")}
+    given = {
+        "group": F.lit(step.group),
+        "machine_room": F.lit(step.machine_room).cast("string"),
+        "language": F.lit(step.language).cast("string"),
+    }
     new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
         *[
             given[c].alias(c)
             if c in given
             else F.col(c)
             if c in ("topic", "client_id")
-            else F.lit(None).cast(snap.consumers.schema[c].dataType).alias(c)  # language: null, JAVA
+            else F.lit(None).cast(snap.consumers.schema[c].dataType).alias(c)
             for c in snap.consumers.columns
         ]
     )
@@ -163,8 +167,29 @@ def _consumers_leave(step: sc.ConsumersLeave, snap: Snapshot) -> Snapshot:
 
 
 def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
+    updates = {
+        "strategy": step.strategy.upper(),
+        "virtual_node_cnt": step.virtual_node_cnt,
+        "consumer_idcs": list(step.consumer_idcs) if step.consumer_idcs is not None else None,
+        "inner_strategy": step.inner_strategy,
+        "message_model": step.message_model,
+    }
+    return _set_group_columns(step.group, updates, snap)
+
+
+def _set_rebalance(step: sc.SetRebalance, snap: Snapshot) -> Snapshot:
+    updates = {
+        "rebalance": step.rebalance,
+        "request_mode": step.request_mode,
+        "pop_share_queue_num": step.pop_share_queue_num,
+    }
+    return _set_group_columns(step.group, updates, snap)
+
+
+def _set_group_columns(group: str, updates: dict[str, object], snap: Snapshot) -> Snapshot:
+    """The groups rows of ``group`` (a name, or all) with ``updates`` (None: unchanged)."""
     groups = snap.groups
-    named = _in("group", (step.group,) if step.group != sc.ALL else sc.ALL)
+    named = _in("group", (group,) if group != sc.ALL else sc.ALL)
     # Groups without a groups row run with the defaults: give the named ones a row to change.
     missing = (
         snap.consumers.select("group")
@@ -179,13 +204,6 @@ def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
         )
     )
     groups = groups.unionByName(missing)
-    updates = {
-        "strategy": step.strategy.upper(),
-        "virtual_node_cnt": step.virtual_node_cnt,
-        "consumer_idcs": list(step.consumer_idcs) if step.consumer_idcs is not None else None,
-        "inner_strategy": step.inner_strategy,
-        "message_model": step.message_model,
-    }
     for column, value in updates.items():
         if value is None or column not in groups.columns:
             continue
@@ -205,6 +223,7 @@ APPLY: dict[type, Callable] = {
     sc.SetQueueNums: _set_queue_nums,
     sc.ConsumersLeave: _consumers_leave,
     sc.SetStrategy: _set_strategy,
+    sc.SetRebalance: _set_rebalance,
     sc.StaleView: lambda step, snap: snap,  # the state stays; only some clients' view differs
 }
 

@@ -23,6 +23,7 @@ from rmqsim.scenarios.parse import (
     RemoveBrokers,
     Scenario,
     SetQueueNums,
+    SetRebalance,
     SetStrategy,
     StaleView,
 )
@@ -204,7 +205,7 @@ def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
         _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
 
 
-def _check_strategy(step: SetStrategy, names: _Names, where: str, kind: str) -> None:
+def _check_strategy(step: SetStrategy | SetRebalance, names: _Names, where: str, kind: str) -> None:
     if step.group != ALL:
         _require(names.groups, [step.group], where, f"{kind}.group", "group")
 
@@ -218,5 +219,6 @@ _CHECKS: dict[type, Callable] = {
     ConsumersJoin: _check_join,
     ConsumersLeave: _check_leave,
     SetStrategy: _check_strategy,
+    SetRebalance: _check_strategy,
     StaleView: _check_stale,
 }

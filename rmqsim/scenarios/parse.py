@@ -7,13 +7,14 @@ group or client that does not exist at that point is an InputError before the si
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
 
 from rmqsim.errors import InputError
+from rmqsim.schemas import LANGUAGES, MESSAGE_MODELS, REQUEST_MODES
 
 ALL = "all"
 
@@ -60,6 +61,7 @@ class ConsumersJoin:
     count: int | None = None
     machine_room: str | None = None
     seed: int = 0
+    language: str | None = None  # the client library (consumers.language); None: JAVA
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,16 @@ class SetStrategy:
     consumer_idcs: tuple[str, ...] | None = None
     inner_strategy: str | None = None
     message_model: str | None = None
+
+
+@dataclass(frozen=True)
+class SetRebalance:
+    """Who balances the group from this phase on (docs/CONTRACT.md, section 2b)."""
+
+    group: str  # a name, or "all"
+    rebalance: str  # client or broker
+    request_mode: str | None = None  # PULL or POP; None: unchanged
+    pop_share_queue_num: int | None = None  # None: unchanged
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ Step = (
     | ConsumersJoin
     | ConsumersLeave
     | SetStrategy
+    | SetRebalance
     | StaleView
 )
 
@@ -114,6 +127,7 @@ KINDS: dict[str, type] = {
     "consumers_join": ConsumersJoin,
     "consumers_leave": ConsumersLeave,
     "set_strategy": SetStrategy,
+    "set_rebalance": SetRebalance,
     "stale_view": StaleView,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
@@ -216,7 +230,15 @@ def _required(cls: type, name: str) -> bool:
 
 _LISTS = {"names", "client_ids", "consumer_idcs"}
 _ALL_OR_LIST = {"topics", "brokers"}
-_INTS = {"read_queue_nums", "write_queue_nums", "perm", "count", "seed", "virtual_node_cnt"}
+_INTS = {
+    "read_queue_nums",
+    "write_queue_nums",
+    "perm",
+    "count",
+    "seed",
+    "virtual_node_cnt",
+    "pop_share_queue_num",
+}
 _FRACTIONS = {"fraction"}
 
 
@@ -270,6 +292,23 @@ def _check_step(step: Step, where: str, kind: str) -> None:
         _check_who(step.client_ids, "fraction", fraction, fraction is not None and not 0 < fraction <= 1, bad)
     if isinstance(step, SetStrategy):
         _check_set_strategy(step, bad)
+    if isinstance(step, SetRebalance):
+        _check_set_rebalance(step, bad)
+    if isinstance(step, ConsumersJoin) and step.language is not None:
+        _check_one_of(bad, "language", step.language, LANGUAGES)
+
+
+def _check_one_of(
+    bad: Callable[[str, str], InputError], key: str, value: str, allowed: Sequence[str]
+) -> None:
+    if value.strip().upper() not in allowed:
+        raise bad(key, f"unknown {key} {value!r}; expected one of {', '.join(allowed)}")
+
+
+def _check_set_rebalance(step: SetRebalance, bad: Callable[[str, str], InputError]) -> None:
+    _check_one_of(bad, "rebalance", step.rebalance, ("CLIENT", "BROKER"))  # proxy: not simulated yet
+    if step.request_mode is not None:
+        _check_one_of(bad, "request_mode", step.request_mode, REQUEST_MODES)
 
 
 def _check_who(
@@ -284,7 +323,6 @@ def _check_who(
 
 
 def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]) -> None:
-    from rmqsim.schemas import MESSAGE_MODELS
     from rmqsim.strategies import STRATEGIES
 
     if step.strategy.upper() not in STRATEGIES:

@@ -14,7 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from rmqsim.schemas import MESSAGE_MODELS
+from rmqsim.schemas import MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 from rmqsim.snapshot import rejects
 from rmqsim.snapshot.load import Snapshot
 from rmqsim.snapshot.rejects import blank
@@ -105,11 +105,30 @@ def _split(df: DataFrame, *, source: str, columns: Sequence[str], rules) -> Spli
 
 def message_model_problem(model: Column) -> Column:
     """Why a groups.message_model cannot run (null: CLUSTERING, as the client's default), or null."""
+    return _unknown_value("message_model", model, MESSAGE_MODELS)
+
+
+def _unknown_value(name: str, value: Column, allowed: Sequence[str], *, lower: bool = False) -> Column:
+    """Why a groups column's value is none of ``allowed`` (upper case; compared trimmed, in any
+    case; null is the default). ``lower``: the contract spells the values in lower case."""
+    shown = [a.lower() for a in allowed] if lower else list(allowed)
+    expected = ", ".join(shown[:-1]) + " or " + shown[-1]
     return F.when(
-        model.isNotNull() & ~routes.normalised(model).isin(*MESSAGE_MODELS),
-        F.concat(
-            F.lit("unknown message_model '"), model, F.lit(f"': expected {' or '.join(MESSAGE_MODELS)}")
+        value.isNotNull() & ~routes.normalised(value).isin(*allowed),
+        F.concat(F.lit(f"unknown {name} '"), value, F.lit(f"': expected {expected}")),
+    )
+
+
+def balancing_problem() -> Column:
+    """Why a group's rebalance or request_mode cannot run, or null."""
+    rebalance = F.col("rebalance")
+    return F.coalesce(
+        _unknown_value("rebalance", rebalance, REBALANCES, lower=True),
+        F.when(
+            routes.normalised(rebalance) == "PROXY",
+            F.lit("rebalance 'proxy' (5.x gRPC clients) is not simulated yet"),
         ),
+        _unknown_value("request_mode", F.col("request_mode"), REQUEST_MODES),
     )
 
 
@@ -217,6 +236,7 @@ def check_groups(
     # ranks after the good ones, so it never makes a good row a duplicate.
     problem = F.coalesce(
         message_model_problem(F.col("message_model")),
+        balancing_problem(),
         strategy_problem(routes.normalised_strategy())
         if configured_strategies
         else F.lit(None).cast("string"),

@@ -30,7 +30,7 @@ GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
 # Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
 # none, the column is null on every row and is left out of the allocation stage's input: in
 # bench/, converting four all-null columns to Arrow cost more than all the others together.
-OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase", "client_languages")
+OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase", "client_languages", "balancing")
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,32 @@ def client_libraries(rows: pa.RecordBatch, client_offsets: np.ndarray) -> Librar
     clients = np.flatnonzero(valid)[given < 0]
     names = as_objects(take(flat, np.flatnonzero(given < 0)))
     return Libraries(code, dict(zip(clients.tolist(), names.tolist())))
+
+
+@dataclass(frozen=True)
+class Balancing:
+    """Per row, whether the broker balances the group, and how (schemas.BALANCING)."""
+
+    by_broker: np.ndarray
+    pop: np.ndarray
+    pop_share_queue_num: np.ndarray
+
+
+def balancing(rows: pa.RecordBatch) -> Balancing:
+    """The broker balances a CLUSTERING group whose rebalance is BROKER, unless it consumes
+    orderly: orderly and BROADCASTING groups still balance on the client."""
+    column = rows.column("balancing")
+    n = rows.num_rows
+    if column.null_count == n:
+        return Balancing(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64))
+
+    def field(name: str, default: object) -> np.ndarray:
+        return pc.fill_null(pc.struct_field(column, name), default).to_numpy(zero_copy_only=False)
+
+    by_broker = (
+        (field("rebalance", "CLIENT") == "BROKER") & ~field("consume_orderly", False) & ~broadcasting(rows)
+    )
+    return Balancing(by_broker, field("pop", False), field("pop_share_queue_num", -1).astype(np.int64))
 
 
 def has_offsets(rows: pa.RecordBatch) -> np.ndarray:

@@ -9,6 +9,8 @@ rows, done by Spark (rmqsim.metrics).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -17,8 +19,8 @@ from rmqsim import schemas
 from rmqsim.arrays import take
 from rmqsim.stage import skew
 from rmqsim.stage.batches import has_offsets, row_codes
-from rmqsim.stage.dispatch import Allocated, allocate_rows
-from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts
+from rmqsim.stage.dispatch import BROKER_POP, Allocated, allocate_rows
+from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, read_pairs
 
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
 OWNED_ARROW = CLIENT_QUEUES_ARROW.field("owned").type
@@ -32,7 +34,7 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     for a in allocated:
-        load = owned_counts(a)
+        load = Load.of(a)
         group_columns = _group_metric_columns(a, load, offsets_known)
         out.append(_client_rows(rows, a, load, group_columns, group_code, offsets_known))
         clientless = a.rows[a.batch.client_counts[a.rows] == 0]
@@ -41,17 +43,41 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     return out
 
 
-def owned_counts(a: Allocated) -> tuple[np.ndarray, np.ndarray]:
-    """(queues, backlog) each caller owns. A queue outside today's mqAll (CONFIG
-    may name one; a stale view may keep one of a broker that went down) stays in the client's list
-    but is no load: no messages come from it."""
-    owned = a.allocation.queue >= 0
-    caller = a.allocation.caller[owned]
-    queues = np.bincount(caller, minlength=len(a.callers)).astype(np.int64)
-    backlog = np.bincount(
-        caller, weights=a.batch.params.queue_backlog[a.allocation.queue[owned]], minlength=len(a.callers)
-    )
-    return queues, backlog
+@dataclass(frozen=True)
+class Load:
+    """What each caller reads: queues, backlog, and its share of them; and each queue's readers.
+
+    A queue outside today's mqAll (CONFIG may name one; a stale view or a kept answer may keep one
+    of a broker that went down) stays in the client's list but is no load: no messages come from
+    it. A ``(broker, -1)`` answer reads every queue of that broker (strategies.batch.read_pairs).
+    A queue read by k clients gives each 1/k of its messages and of its backlog."""
+
+    queues: np.ndarray  # per caller
+    backlog: np.ndarray
+    message_share: np.ndarray
+    backlog_share: np.ndarray
+    readers: np.ndarray  # per flat queue
+    shared: np.ndarray  # per flat queue: read by several clients by design (the broker's POP)
+
+    @staticmethod
+    def of(a: Allocated) -> Load:
+        batch, n = a.batch, len(a.callers)
+        caller, queue = read_pairs(a.allocation, batch, a.callers.group)
+        readers = np.bincount(queue, minlength=len(batch.queue_id))
+        popping = np.bincount(
+            queue, weights=a.computed_by[caller] == BROKER_POP, minlength=len(batch.queue_id)
+        )
+        backlog = batch.params.queue_backlog[queue]
+        with np.errstate(divide="ignore"):
+            part = 1.0 / readers[queue]
+        return Load(
+            queues=np.bincount(caller, minlength=n).astype(np.int64),
+            backlog=np.bincount(caller, weights=backlog, minlength=n),
+            message_share=np.bincount(caller, weights=part, minlength=n),
+            backlog_share=np.bincount(caller, weights=backlog * part, minlength=n),
+            readers=readers,
+            shared=(readers > 1) & (popping > 0),
+        )
 
 
 def _group_errors(a: Allocated) -> np.ndarray:
@@ -64,16 +90,14 @@ def _group_errors(a: Allocated) -> np.ndarray:
     return errors
 
 
-def _group_metric_columns(
-    a: Allocated, load: tuple[np.ndarray, np.ndarray], offsets_known: np.ndarray
-) -> list[pa.Array]:
+def _group_metric_columns(a: Allocated, load: Load, offsets_known: np.ndarray) -> list[pa.Array]:
     """schemas.GROUP_METRIC_FIELDS, one value per group of the batch."""
     batch, g = a.batch, a.callers.group
-    queues, backlog = load
-    stats = skew.segment_stats(queues, g, batch.n_groups)
-    lag = skew.segment_stats(backlog, g, batch.n_groups)
+    stats = skew.segment_stats(load.queues, g, batch.n_groups)
+    lag = skew.segment_stats(load.backlog, g, batch.n_groups)
+    share = skew.segment_stats(load.message_share, g, batch.n_groups)
     queue_backlog = batch.params.queue_backlog
-    owners = np.bincount(a.allocation.queue[a.allocation.queue >= 0], minlength=len(batch.queue_id))
+    multi_owned = (load.readers > 1) & ~load.shared
 
     def per_group(weights: np.ndarray) -> np.ndarray:
         return np.bincount(batch.queue_group, weights=weights, minlength=batch.n_groups)
@@ -91,8 +115,8 @@ def _group_metric_columns(
         _doubles(stats.mean, ~has_clients),
         _doubles(stats.stddev, ~has_clients),
         _doubles(stats.max_over_mean, np.zeros(len(has_clients), dtype=bool)),
-        _longs(per_group(owners == 0)),
-        _longs(per_group(owners > 1)),
+        _longs(per_group(load.readers == 0)),
+        _longs(per_group(multi_owned)),
         _longs(duplicate_client_counts(batch, a.callers)),
         pa.array(_group_errors(a), type=pa.string()),
         _longs(per_group(queue_backlog), ~offsets_known),
@@ -102,8 +126,13 @@ def _group_metric_columns(
         _doubles(lag.stddev, no_lag),
         _doubles(lag.max_over_mean, no_lag),
         _longs(np.bincount(g, weights=stale, minlength=batch.n_groups)),
-        _longs(per_group((owners > 1) * queue_backlog), ~offsets_known),
-        _longs(per_group((owners == 0) * queue_backlog), ~offsets_known),
+        _longs(per_group(multi_owned * queue_backlog), ~offsets_known),
+        _longs(per_group((load.readers == 0) * queue_backlog), ~offsets_known),
+        _longs(per_group(load.shared)),
+        _doubles(share.minimum, ~has_clients),
+        _doubles(share.maximum, ~has_clients),
+        _doubles(share.mean, ~has_clients),
+        _doubles(share.max_over_mean, np.zeros(len(has_clients), dtype=bool)),
     ]
 
 
@@ -118,7 +147,7 @@ def _doubles(values: np.ndarray, mask: np.ndarray) -> pa.Array:
 def _client_rows(
     rows: pa.RecordBatch,
     a: Allocated,
-    load: tuple[np.ndarray, np.ndarray],
+    load: Load,
     group_columns: list[pa.Array],
     group_code: np.ndarray,
     offsets_known: np.ndarray,
@@ -127,13 +156,14 @@ def _client_rows(
     over every topic it reads in its group (consumer_load)."""
     batch, callers = a.batch, a.callers
     g = callers.group
-    queues, backlog = load
     first_in_group, _, _ = skew.first_of_each(g)
     client_code = batch_client_codes(batch)[callers.client]
     fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
     first_in_client, client_class, client_topics = skew.first_of_each(fleet_key)
-    client_total = np.bincount(client_class, weights=queues).astype(np.int64)
-    client_lag = np.bincount(client_class, weights=backlog)
+    client_total = np.bincount(client_class, weights=load.queues).astype(np.int64)
+    client_lag = np.bincount(client_class, weights=load.backlog)
+    client_share = np.bincount(client_class, weights=load.message_share)
+    client_lag_share = np.bincount(client_class, weights=load.backlog_share)
     # A client's load has a backlog where any of its topics has offsets, not only its first.
     client_has_offsets = np.bincount(client_class, weights=offsets_known[g]) > 0
     # The group's 22 figures ride on its first row only: copied onto every client's row, they
@@ -142,7 +172,7 @@ def _client_rows(
     columns = [
         *_keys(rows, a.strategy, g),
         take(batch.client_ids, callers.client),
-        pa.array(queues, type=pa.int64()),
+        pa.array(load.queues, type=pa.int64()),
         *[c.take(first_row_of_group) for c in group_columns],
         pa.array(client_topics[client_class].astype(np.int64), type=pa.int64()),
         pa.array(client_total[client_class], type=pa.int64()),
@@ -151,6 +181,8 @@ def _client_rows(
             mask=~client_has_offsets[client_class],
             type=pa.int64(),
         ),
+        pa.array(client_share[client_class], type=pa.float64()),
+        pa.array(client_lag_share[client_class], mask=~client_has_offsets[client_class], type=pa.float64()),
         pa.array(first_in_group, type=pa.bool_()),
         pa.array(first_in_client, type=pa.bool_()),
         _owned_lists(a),
@@ -174,6 +206,8 @@ def _clientless_rows(
         zeros,
         zeros,
         pa.nulls(n, pa.int64()),
+        pa.array(np.zeros(n), type=pa.float64()),
+        pa.nulls(n, pa.float64()),
         pa.array(np.ones(n, dtype=bool), type=pa.bool_()),
         pa.array(np.zeros(n, dtype=bool), type=pa.bool_()),
         pa.ListArray.from_arrays(

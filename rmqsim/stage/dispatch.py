@@ -5,6 +5,9 @@
   (strategies.go), or AVG in Go's order for the clients built on rocketmq-client-cpp, whatever
   the group names. rmqsim's own strategies (STICKY, LAG_BALANCED) are the same function in any
   library. A library rmqsim does not simulate computes nothing, and says so.
+- a group whose broker balances (``groups.rebalance`` broker, not orderly): the broker's answer
+  (strategies.broker), whatever the client's library; where it answers null the client keeps
+  what it had (stage.kept_answers);
 - a BROADCASTING group: no balancing, every client reads every queue, whatever the strategy;
 - STICKY: the strategy, phase after phase, from the assignment it made before (stage.sticky_memory);
 - a stale_view phase: the stale clients keep what they computed from their old view (stage.stale_views).
@@ -15,18 +18,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from rmqsim import schemas
 from rmqsim.stage import sticky_memory
-from rmqsim.stage.batches import Libraries, broadcasting, client_libraries, rows_by_strategy, to_batch
+from rmqsim.stage.batches import (
+    Balancing,
+    Libraries,
+    balancing,
+    broadcasting,
+    client_libraries,
+    rows_by_strategy,
+    to_batch,
+)
+from rmqsim.stage.kept_answers import with_kept_answers
 from rmqsim.stage.stale_views import with_stale_views
-from rmqsim.strategies import Allocation, Callers, GroupBatch, Strategy, distinct_callers, registry, sticky
+from rmqsim.strategies import (
+    Allocation,
+    Callers,
+    GroupBatch,
+    Strategy,
+    broker,
+    distinct_callers,
+    registry,
+    sticky,
+)
 from rmqsim.strategies.batch import RMQSIM_REFUSES, concat_allocations
 from rmqsim.strategies.go import GO_STRATEGIES
 
 JAVA = schemas.LANGUAGES.index("JAVA")
 GO = schemas.LANGUAGES.index("GO")
+BROKER_PULL, BROKER_POP, BROKER_KEPT = (
+    schemas.PATHS.index(p) for p in ("broker PULL", "broker POP", "broker kept")
+)
 
 
 @dataclass(frozen=True)
@@ -51,19 +76,79 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     """
     batch = to_batch(rows)
     everyone = distinct_callers(batch)
-    listens = broadcasting(rows)
     libraries = client_libraries(rows, batch.client_offsets)
+    balanced = balancing(rows)
     out = []
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
-        library = libraries.code[callers.client]
-        if name == sticky.NAME:
-            allocation, errors = sticky_memory.sticky_by_phase(rows, batch, callers)
+        on_broker = balanced.by_broker[callers.group]
+        if on_broker.any():
+            out.append(_on_both_sides(name, rows, batch, callers, libraries, balanced, row_ids))
         else:
-            allocation, errors = _by_library(name, batch, callers, listens[callers.group], library)
-        allocation, errors = _refuse_unknown(allocation, errors, callers, libraries)
-        out.append(Allocated(name, batch, callers, allocation, errors, row_ids, library))
+            allocation, errors, computed_by = _on_clients(name, rows, batch, callers, libraries)
+            out.append(Allocated(name, batch, callers, allocation, errors, row_ids, computed_by))
+    out = with_kept_answers(rows, out, answered_null=BROKER_KEPT)
     return with_stale_views(rows, out)
+
+
+def _on_clients(
+    name: str, rows: pa.RecordBatch, batch: GroupBatch, callers: Callers, libraries: Libraries
+) -> tuple[Allocation, np.ndarray, np.ndarray]:
+    """Every caller computing its own share: (allocation, errors, computed_by)."""
+    library = libraries.code[callers.client]
+    if name == sticky.NAME:
+        allocation, errors = sticky_memory.sticky_by_phase(rows, batch, callers)
+    else:
+        allocation, errors = _by_library(name, batch, callers, broadcasting(rows)[callers.group], library)
+    allocation, errors = _refuse_unknown(allocation, errors, callers, libraries)
+    return allocation, errors, library
+
+
+def _on_both_sides(
+    name: str,
+    rows: pa.RecordBatch,
+    batch: GroupBatch,
+    callers: Callers,
+    libraries: Libraries,
+    balanced: Balancing,
+    row_ids: np.ndarray,
+) -> Allocated:
+    """The callers of broker-balanced groups asking the broker, the others computing their own."""
+    on_broker = balanced.by_broker[callers.group]
+    clients, asking = np.flatnonzero(~on_broker), np.flatnonzero(on_broker)
+    errors = np.full(len(callers), None, dtype=object)
+    computed_by = np.zeros(len(callers), dtype=np.int64)
+    on_clients, errors[clients], computed_by[clients] = _on_clients(
+        name, rows, batch, callers.take(clients), libraries
+    )
+    answered, errors[asking], computed_by[asking] = _broker_answer(
+        name, batch, callers.take(asking), balanced
+    )
+    parts = [on_clients.select_callers(clients, len(callers)), answered.select_callers(asking, len(callers))]
+    allocation = concat_allocations(parts, batch, len(callers))
+    return Allocated(name, batch, callers, allocation, errors, row_ids, computed_by)
+
+
+def _broker_answer(
+    name: str, batch: GroupBatch, callers: Callers, balanced: Balancing
+) -> tuple[Allocation, np.ndarray, np.ndarray]:
+    """QueryAssignmentProcessor's answer: (allocation, why it answered null, computed_by)."""
+    allocation, path, reason = broker.answer(
+        batch,
+        callers,
+        strategy=np.full(batch.n_groups, name, dtype=object),
+        pop=balanced.pop,
+        pop_share_queue_num=balanced.pop_share_queue_num,
+    )
+    computed_by = np.select(
+        [path == broker.NULL, np.isin(path, [broker.POP_ALL, broker.POP_SHARED, broker.POP_ONE])],
+        [BROKER_KEPT, BROKER_POP],
+        BROKER_PULL,
+    )
+    errors = reason.copy()
+    null = ~np.equal(reason, None)
+    errors[null] = (broker.ANSWERS_NULL + pd.Series(reason[null], dtype=object)).to_numpy()
+    return allocation, errors, computed_by
 
 
 def _by_library(

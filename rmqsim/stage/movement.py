@@ -40,6 +40,7 @@ from rmqsim.arrays import as_objects, factorize, lookup_sorted, runs, runs_of, u
 from rmqsim.stage.batches import broadcasting, has_offsets, phases_of, row_codes, rows_by_strategy
 from rmqsim.stage.dispatch import Allocated, allocate_rows
 from rmqsim.strategies import GroupBatch, distinct_callers
+from rmqsim.strategies.batch import read_pairs
 
 MOVEMENT_ARROW = to_arrow_schema(schemas.MOVEMENT)
 _I64 = np.int64
@@ -110,10 +111,11 @@ class Owners:
     def of(allocated: list[Allocated], unit_of: dict[int, np.ndarray], codes: Codes) -> Owners:
         parts_u, parts_q, parts_c = [], [], []
         for i, a in enumerate(allocated):
-            inside = a.allocation.queue >= 0  # CONFIG may return queues that are not in mqAll
-            caller = a.allocation.caller[inside]
+            # The queues in mqAll each client reads: CONFIG may return queues that are not in
+            # mqAll, and a POP client's (broker, -1) reads every queue of that broker.
+            caller, queue = read_pairs(a.allocation, a.batch, a.callers.group)
             parts_u.append(unit_of[i][a.callers.group[caller]])
-            parts_q.append(codes.queue[a.allocation.queue[inside]])
+            parts_q.append(codes.queue[queue])
             parts_c.append(codes.client[a.callers.client[caller]])
         n_q, n_c = codes.n_q, codes.n_c
         key, _ = unique_counts(

@@ -168,10 +168,16 @@ def _why_not(name: Column) -> Column:
 
 
 def with_strategies(
-    client_lists: DataFrame, *, groups: DataFrame, strategies: Sequence[str] | None, by: Sequence[str] = ()
+    client_lists: DataFrame,
+    *,
+    groups: DataFrame,
+    strategies: Sequence[str] | None,
+    balancing: bool = False,
+    by: Sequence[str] = (),
 ) -> DataFrame:
     """Add the group's parameters and the ``strategies`` to run: the group's configured one (None),
-    or the named ones (narrowed by group_routes to those the group has the configuration for)."""
+    or the named ones (narrowed by group_routes to those the group has the configuration for).
+    ``balancing``: the groups table says who balances (schemas.BALANCING); else that is null."""
     params = groups.select(
         *by,
         "group",
@@ -180,6 +186,10 @@ def with_strategies(
         "consumer_idcs",
         normalised(F.col("inner_strategy")).alias("inner_strategy"),
         normalised(F.col("message_model")).alias("message_model"),
+        "rebalance",
+        "request_mode",
+        "pop_share_queue_num",
+        "consume_orderly",
     )
     requested = (
         F.array(F.coalesce(F.col("strategy"), F.lit("AVG")))
@@ -194,6 +204,17 @@ def with_strategies(
         "consumer_idcs",
         F.coalesce(F.col("inner_strategy"), F.lit("AVG")).alias("inner_strategy"),
         F.coalesce(F.col("message_model"), F.lit("CLUSTERING")).alias("message_model"),
+        (_balancing() if balancing else F.lit(None).cast(schemas.BALANCING)).alias("balancing"),
+    )
+
+
+def _balancing() -> Column:
+    """schemas.BALANCING with the contract's defaults: the client balances, PULL, -1, not orderly."""
+    return F.struct(
+        F.coalesce(normalised(F.col("rebalance")), F.lit("CLIENT")).alias("rebalance"),
+        F.coalesce(normalised(F.col("request_mode")) == "POP", F.lit(False)).alias("pop"),
+        F.coalesce(F.col("pop_share_queue_num"), F.lit(-1)).alias("pop_share_queue_num"),
+        F.coalesce(F.col("consume_orderly"), F.lit(False)).alias("consume_orderly"),
     )
 
 

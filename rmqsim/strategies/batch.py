@@ -14,8 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
-from rmqsim.arrays import Strings, as_objects, blank, factorize, offsets, take, within_runs
+from rmqsim.arrays import (
+    Strings,
+    as_objects,
+    blank,
+    factorize,
+    lookup_sorted,
+    offsets,
+    runs,
+    take,
+    within_runs,
+)
 from rmqsim.strategies.params import Params, ParamValues
 
 # The messages of AbstractAllocateMessageQueueStrategy.check, which every strategy but CONFIG runs.
@@ -236,6 +247,33 @@ class Allocation:
             null = np.zeros(n_callers, dtype=bool)
             null[mapping] = self.null_result
         return Allocation(mapping[self.caller], self.queue, self.broker, self.queue_id, null)
+
+
+def read_pairs(
+    allocation: Allocation, batch: GroupBatch, groups: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(caller, flat queue) for every mqAll queue each caller reads: its queues that are in mqAll,
+    and for a ``(broker, -1)`` entry every queue of that broker in its group's mqAll (a POP client
+    pops from all of them). ``groups``: each caller's group."""
+    caller, queue = allocation.caller, allocation.queue
+    inside = queue >= 0
+    whole = ~inside & (allocation.queue_ids(batch) == -1) if allocation.queue_id is not None else None
+    if whole is None or not whole.any():
+        return caller[inside], queue[inside]
+    at = np.flatnonzero(whole)
+    brokers = as_objects(take(allocation.brokers(batch), at))
+    queue_brokers = as_objects(batch.queue_broker)
+    names = pd.Index(pd.unique(np.concatenate([queue_brokers, brokers])))
+    # Each broker's queues are one contiguous run of its group's mqAll (sorted by broker name).
+    key = batch.queue_group * len(names) + names.get_indexer(queue_brokers)
+    runs_key, first, count = np.unique(key, return_index=True, return_counts=True)
+    wanted = groups[caller[at]] * len(names) + names.get_indexer(brokers)
+    where, hit = lookup_sorted(runs_key, wanted)
+    n = np.where(hit, count[where], 0)
+    return (
+        np.concatenate([caller[inside], np.repeat(caller[at], n)]),
+        np.concatenate([queue[inside], runs(first[where], n)]),
+    )
 
 
 def concat_allocations(parts: Sequence[Allocation], batch: GroupBatch, n_callers: int) -> Allocation:

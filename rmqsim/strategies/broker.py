@@ -67,6 +67,8 @@ POP_ALL = 3  # (broker, -1) per broker
 POP_SHARED = 4  # own share plus the next pop_share_queue_num positions' shares
 POP_ONE = 5  # mqAll[index % len(mqAll)]
 
+# How group_metrics.error reports a null answer: the client keeps what it had (stage.kept_answers).
+ANSWERS_NULL = "the broker answers null, so the client keeps what it had: "
 UNSUPPORTED_STRATEGY = "the broker has no strategy "
 THREW = "the broker's allocate threw IllegalArgumentException: "
 
@@ -96,6 +98,26 @@ def allocate(
     ``server_load_balancer_enable`` (bool, default True). ``(broker, -1)`` answers carry their
     broker and queue id explicitly with ``queue`` -1, as CONFIG's queues outside mqAll do.
     """
+    return answer(
+        batch,
+        callers,
+        strategy=strategy,
+        pop=pop,
+        pop_share_queue_num=pop_share_queue_num,
+        server_load_balancer_enable=server_load_balancer_enable,
+    )[0]
+
+
+def answer(
+    batch: GroupBatch,
+    callers: Callers,
+    *,
+    strategy: np.ndarray,
+    pop: np.ndarray | None = None,
+    pop_share_queue_num: np.ndarray | None = None,
+    server_load_balancer_enable: np.ndarray | None = None,
+) -> tuple[Allocation, np.ndarray, np.ndarray]:
+    """allocate's answer, with each caller's path (answer_paths) and the reason of a null."""
     path, reason = answer_paths(
         batch,
         callers,
@@ -120,13 +142,14 @@ def allocate(
             parts.append(build(callers.take(k), k).select_callers(k, len(callers)))
     merged = concat_allocations(parts, batch, len(callers))
     order = np.argsort(merged.caller, kind="stable")
-    return Allocation(
+    allocation = Allocation(
         merged.caller[order],
         merged.queue[order],
         None if merged.broker is None else merged.broker[order],
         None if merged.queue_id is None else merged.queue_id[order],
         np.asarray(path == NULL),
     )
+    return allocation, path, reason
 
 
 def answer_paths(

@@ -92,7 +92,8 @@ def owners_of(rows: Sequence[dict], strategy: str) -> Owners:
             "compare": False,
             "stale_clients": None,
             "view_phase": None,
-            "client_languages": None,  # the configured strategy as Java runs it
+            "client_languages": None,  # the configured strategy as a Java client runs it
+            "balancing": None,
         }
         for r in rows
     ]
