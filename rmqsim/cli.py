@@ -132,6 +132,22 @@ def parser() -> argparse.ArgumentParser:
         help="a group's strategy (mqadmin does not show it; default AVG); a bare NAME for every "
         "other group; repeatable",
     )
+    imp.add_argument(
+        "--rebalance",
+        action="append",
+        default=[],
+        metavar="[GROUP=]client|broker|proxy",
+        help="who balances a group (groups.rebalance; mqadmin does not show it; default client): "
+        "broker for PushConsumers with clientRebalance off; a bare value for every other group; repeatable",
+    )
+    imp.add_argument(
+        "--request-mode",
+        action="append",
+        default=[],
+        metavar="[GROUP=]PULL|POP[:N]",
+        help="how a broker-balanced group asks for its queues (groups.request_mode; default PULL); "
+        "POP:N also sets groups.pop_share_queue_num to N; a bare value for every other group; repeatable",
+    )
 
     val = sub.add_parser(
         "validate", help="compare each group's simulated assignment with the one the cluster showed"
@@ -225,7 +241,14 @@ def _import_mqadmin(args: argparse.Namespace) -> int:
     from rmqsim.mqadmin import importer
 
     default, by_group = importer.parse_strategies(args.strategy)
-    imported = importer.import_mqadmin(args.in_dir, args.out, default_strategy=default, strategies=by_group)
+    imported = importer.import_mqadmin(
+        args.in_dir,
+        args.out,
+        default_strategy=default,
+        strategies=by_group,
+        rebalance=importer.parse_rebalances(args.rebalance),
+        request_mode=importer.parse_request_modes(args.request_mode),
+    )
     print(", ".join(f"{table}: {n} rows" for table, n in imported.counts.items()) + f" in {args.out}")
     print("formats: " + "; ".join(f"{cmd} {', '.join(f)}" for cmd, f in imported.formats.items()))
     for warning in imported.warnings:

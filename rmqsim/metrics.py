@@ -10,8 +10,18 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rmqsim import schemas
+from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
-from rmqsim.strategies.broker import ANSWERS_NULL
+
+# How group_metrics.error starts where the answer is an answer (the client keeps what it had), not
+# an error the client throws or a group rmqsim refuses.
+KEPT = (broker.ANSWERS_NULL, proxy.ANSWERS_NULL)
+
+
+def _thrown(error: Column) -> Column:
+    kept = [error.startswith(k) for k in KEPT]
+    return error.isNotNull() & ~(kept[0] | kept[1])
+
 
 RUN = ["scenario", "phase", "strategy"]
 
@@ -80,7 +90,9 @@ def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> Data
         F.sum("idle_consumers").alias("idle_in_a_topic"),
         F.sum("unassigned_queues").alias("unassigned_queues"),
         F.sum("multi_owned_queues").alias("multi_owned_queues"),
-        F.sum(F.col("error").isNotNull().cast("long")).alias("groups_with_errors"),
+        F.sum("shared_queues").alias("shared_queues"),
+        # Groups the client fails on: a null answer is an answer, kept by the client.
+        F.sum(_thrown(F.col("error")).cast("long")).alias("groups_with_errors"),
     )
     return groups.join(load, RUN, "full").select(
         *RUN,
@@ -95,6 +107,7 @@ def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> Data
         "idle_in_a_topic",
         "unassigned_queues",
         "multi_owned_queues",
+        "shared_queues",
         "groups_with_errors",
     )
 
@@ -105,6 +118,8 @@ COMPARED = (
     "fleet_max_over_mean",
     "idle_consumers",
     "unassigned_queues",
+    "multi_owned_queues",
+    "shared_queues",
 )
 
 
@@ -273,10 +288,8 @@ def allocation_rejects(group_routes: DataFrame, group_metrics: DataFrame) -> Dat
         F.col("s.reason").alias("reason"),
         F.to_json(F.struct(*where, F.col("s.strategy").alias("strategy"))).alias("row"),
     )
-    # A broker's null answer is simulated (the client keeps its queues), not a group left out.
-    thrown = group_metrics.where(
-        F.col("error").isNotNull() & ~F.col("error").startswith(ANSWERS_NULL)
-    ).select(
+    # A null answer is simulated (the client keeps its queues), not a group left out.
+    thrown = group_metrics.where(_thrown(F.col("error"))).select(
         F.lit("allocation").alias("source"),
         F.when(F.col("error").startswith(RMQSIM_REFUSES), F.col("error"))
         .otherwise(F.concat(F.lit("the client throws: "), F.col("error")))

@@ -214,6 +214,8 @@ GROUP_ROUTES = StructType(
         # Who balances the group and how (null for the whole column where the groups table has no
         # rebalance, request_mode, pop_share_queue_num or consume_orderly column): normalised.
         StructField("balancing", BALANCING, True),
+        # Per broker of the route, whether its master (id 0) is alive: the proxy's answer needs it.
+        StructField("broker_masters", ArrayType(BOOLEAN, True), True),
     ]
 )
 
@@ -237,6 +239,8 @@ PATHS = (
     "broker PULL",  # the broker's answer (QueryAssignmentProcessor)
     "broker POP",
     "broker kept",  # the broker answered null: the client keeps what it had
+    "proxy",  # the 5.x proxy's answer (RouteActivity.queryAssignment)
+    "proxy kept",  # the proxy's answer failed: the client keeps what it had
 )
 
 TOPIC_GROUP = (StructField("topic", STRING, False), StructField("group", STRING, False))
@@ -354,6 +358,8 @@ COMPARISON = StructType(
                 ("fleet_max_over_mean", DOUBLE),
                 ("idle_consumers", LONG),
                 ("unassigned_queues", LONG),
+                ("multi_owned_queues", LONG),  # read twice, not by design
+                ("shared_queues", LONG),  # read by several clients by design (POP)
             )
             for when in ("before", "after")
         ],

@@ -123,6 +123,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "view_phase": stale_views is None,
         "client_languages": not languages,
         "balancing": not balancing,
+        "broker_masters": not balancing,
     }
     return Staged(
         group_routes,

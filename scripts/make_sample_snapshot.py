@@ -86,7 +86,35 @@ GROUPS = {
         ["payments"],
         [("10.0.8.1@9100", "hz-a"), ("10.0.8.2@9101", "hz-b")],
     ),
+    # Who computes the assignment (docs/CONTRACT.md, section 2b).
+    # A Go service (rocketmq-client-go): its CONSISTENT_HASH is a CRC-32 ring, not Java's MD5 one.
+    "geo-tracker": (
+        {"strategy": "CONSISTENT_HASH"},
+        ["user-events"],
+        [(f"10.0.9.{i}@geo-{i}", "hz-a") for i in range(1, 4)],
+    ),
+    # clientRebalance off: the broker (QueryAssignmentProcessor) computes each client's queues.
+    "settlement": (
+        {"strategy": "AVG_BY_CIRCLE", "rebalance": "broker"},
+        ["refunds"],
+        [(f"10.0.10.{i}@9300", "hz-a") for i in range(1, 4)],
+    ),
+    # POP: the broker shares each client's queues with the next client's (pop_share_queue_num 1).
+    "coupon-pusher": (
+        {"strategy": "AVG", "rebalance": "broker", "request_mode": "POP", "pop_share_queue_num": 1},
+        ["coupons"],
+        [(f"10.0.11.{i}@9400", "hz-b") for i in range(1, 5)],
+    ),
+    # Six clients on notifications' four queues: two sit idle (a scenario moves the group to POP).
+    "sms-sender": (
+        {"strategy": "AVG"},
+        ["notifications"],
+        [(f"10.0.12.{i}@9500", "hz-b") for i in range(1, 7)],
+    ),
 }
+
+# The client library of each client of these groups (consumers.language); JAVA for the others.
+LANGUAGES = {"geo-tracker": "GO"}
 
 # CONFIG: each billing-export client reads the queues configured for it; broker-c's are
 # configured for both (owned twice) and broker-b's for neither (unowned).
@@ -153,8 +181,17 @@ def _topic_queues() -> dict:
 
 
 def _consumers_and_groups() -> tuple[dict, dict]:
-    consumers = {"group": [], "topic": [], "client_id": [], "machine_room": []}
-    group_columns = ("strategy", "virtual_node_cnt", "consumer_idcs", "inner_strategy", "message_model")
+    consumers = {"group": [], "topic": [], "client_id": [], "machine_room": [], "language": []}
+    group_columns = (
+        "strategy",
+        "virtual_node_cnt",
+        "consumer_idcs",
+        "inner_strategy",
+        "message_model",
+        "rebalance",
+        "request_mode",
+        "pop_share_queue_num",
+    )
     groups = {"group": [], **{c: [] for c in group_columns}}
     for group, (row, topics, clients) in GROUPS.items():
         if row:
@@ -163,7 +200,8 @@ def _consumers_and_groups() -> tuple[dict, dict]:
                 groups[c].append(row.get(c))
         for topic in topics:
             for client_id, room in clients:
-                for key, value in zip(consumers, (group, topic, client_id, room)):
+                row = (group, topic, client_id, room, LANGUAGES.get(group, "JAVA"))
+                for key, value in zip(consumers, row):
                     consumers[key].append(value)
     return consumers, groups
 

@@ -60,6 +60,7 @@ def route(
     view_phase: int | None = None,
     client_languages: Sequence[str | None] | None = None,
     balancing: Mapping[str, object] | None = None,
+    broker_masters: Sequence[bool] | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -69,7 +70,7 @@ def route(
     the whole column null for the row, as in a snapshot without queue_config); client_languages
     to null for the row (every client JAVA, as in a consumers table without a language column);
     balancing (schemas.BALANCING: rebalance, pop, pop_share_queue_num, consume_orderly) to null
-    (the client balances).
+    (the client balances); broker_masters (whether each broker's master is alive) to null.
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -103,6 +104,7 @@ def route(
         "view_phase": view_phase,
         "client_languages": None if client_languages is None else list(client_languages),
         "balancing": None if balancing is None else dict(balancing),
+        "broker_masters": None if broker_masters is None else list(broker_masters),
     }
 
 

@@ -312,3 +312,83 @@ def _ring(nodes: dict[int, str], hashes: list[int], at_or_above: bool) -> list[s
     ring = sorted(nodes)
     pick = bisect.bisect_left if at_or_above else bisect.bisect_right
     return [nodes[ring[pick(ring, h) % len(ring)]] for h in hashes]
+
+
+PROXY = {**BROKER, "rebalance": "PROXY"}
+
+
+def test_the_proxy_hands_every_client_every_broker() -> None:
+    # Brokers a (2 queues) and b (3), clients c0 and c1, masters up: each client gets (a, -1) and
+    # (b, -1) whatever the strategy, and reads all 5 queues, each shared by the two: 2.5 each.
+    # Orderly, the proxy hands every read queue instead: the same 5 queues, listed one by one.
+    rows = _clients(
+        [
+            route(
+                brokers={"a": 2, "b": 3},
+                clients=["c0", "c1"],
+                strategies=["CONSISTENT_HASH"],
+                balancing=PROXY,
+            ),
+            route(
+                group="h",
+                brokers={"a": 2, "b": 3},
+                clients=["c0"],
+                strategies=["AVG"],
+                balancing={**PROXY, "consume_orderly": True},
+            ),
+        ]
+    )
+    owned = _owned(rows[rows.group == "g"])
+    assert owned == {(0, "c0"): [("a", -1), ("b", -1)], (0, "c1"): [("a", -1), ("b", -1)]}
+    g = rows[rows.group == "g"]
+    assert set(g.computed_by) == {"proxy"} and list(g.client_message_share) == [2.5, 2.5]
+    first = g[g.first_in_group].iloc[0]
+    assert (first.shared_queues, first.multi_owned_queues, first.error) == (5, 0, None)
+    orderly = _owned(rows[rows.group == "h"])
+    assert orderly == {(0, "c0"): [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]}
+
+
+def test_the_proxy_fails_where_a_broker_is_alive_only_through_a_slave() -> None:
+    # broker b's master is down, its slave up: the NameServer still routes b, so mqAll has its
+    # queues, but the proxy builds each assignment with the master and the whole answer fails:
+    # nothing in phase 0, and the group's error names b. Both of a's queues go unread as well.
+    rows = _clients(
+        [
+            route(
+                brokers={"a": 2, "b": 3},
+                clients=["c0", "c1"],
+                strategies=["AVG"],
+                balancing=PROXY,
+                broker_masters=[True, False],
+            )
+        ]
+    )
+    assert all(len(o) == 0 for o in rows.owned) and set(rows.computed_by) == {"proxy kept"}
+    first = rows[rows.first_in_group].iloc[0]
+    assert first.unassigned_queues == 5 and "broker 'b' is alive only through a slave" in first.error
+
+
+def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path) -> None:
+    # The same from a snapshot: broker-b's master (id 0) is down, its slave (id 1) up.
+    snapshot = make_snapshot(
+        tmp_path / "snap",
+        brokers=[
+            {"broker_name": "broker-a", "broker_id": 0, "alive": True},
+            {"broker_name": "broker-b", "broker_id": 0, "alive": False},
+            {"broker_name": "broker-b", "broker_id": 1, "alive": True},
+        ],
+        topic_queues=queue_rows("t", {"broker-a": 2, "broker-b": 2}) + queue_rows("u", {"broker-a": 2}),
+        consumers=consumer_rows("g", "t", ["c0", "c1"]) + consumer_rows("g", "u", ["c0", "c1"]),
+        groups=[{"group": "g", "rebalance": "proxy"}],
+    )
+    out = tmp_path / "out"
+    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=str(out), strategies=None))
+    metrics = {r.topic: r for r in spark.read.parquet(str(out / "group_metrics")).collect()}
+    assert metrics["t"].unassigned_queues == 4 and "broker 'broker-b'" in metrics["t"].error
+    assert (metrics["u"].shared_queues, metrics["u"].error) == (2, None)  # u lives on broker-a only
+    got = {
+        (r.topic, r.client_id, r.broker_name, r.queue_id, r.computed_by)
+        for r in spark.read.parquet(str(out / "assignments")).collect()
+    }
+    assert got == {("u", c, "broker-a", -1, "proxy") for c in ("c0", "c1")}
+    assert spark.read.parquet(str(out / "rejects")).count() == 0

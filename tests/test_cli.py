@@ -112,10 +112,14 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
         "shrink-orders-16-to-8",
         "pay-consumer-8-to-12",
         "pay-consumer-split-brain",
+        "go-clients-join-risk-engine",
+        "sms-sender-to-pop",
     ):
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
     comparison = pq.read_table(tmp_path / "out" / "comparison").to_pandas()
-    settled = comparison[comparison.scenario != "pay-consumer-split-brain"]  # ends in a stale view
+    # Left out: a stale view, clients of two libraries, and POP, which all leave queues read twice.
+    unsettled = ["pay-consumer-split-brain", "go-clients-join-risk-engine", "sms-sender-to-pop"]
+    settled = comparison[~comparison.scenario.isin(unsettled)]
     one_owner = settled[settled.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
     assert len(one_owner) == 12 and (one_owner.queues_moved >= one_owner.min_moves).all()
     # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
@@ -123,6 +127,17 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     risk = pq.read_table(tmp_path / "out" / "split_brain").to_pandas()
     assert set(risk.group) == {"pay-consumer"} and set(risk.phase) == {2} and (risk.stale_clients == 3).all()
     assert (risk.multi_owned_queues + risk.unassigned_queues).sum() > 0
+    # Two Go clients join risk-engine (Java, CONSISTENT_HASH): the two rings disagree, so queues
+    # become read twice and read by nobody; under AVG, computed alike by both libraries, nothing
+    # changes there. sms-sender's 6 clients on 4 queues: POP hands each a queue, so its 2 idle
+    # clients go to work (AVG and AVG_BY_CIRCLE, the two strategies the broker has).
+    by = comparison.set_index(["scenario", "strategy"])
+    go = by.loc[("go-clients-join-risk-engine", "CONSISTENT_HASH")]
+    assert go.multi_owned_queues_after > go.multi_owned_queues_before
+    assert go.unassigned_queues_after > go.unassigned_queues_before
+    for strategy in ("AVG", "AVG_BY_CIRCLE"):
+        pop = by.loc[("sms-sender-to-pop", strategy)]
+        assert pop.idle_consumers_before - pop.idle_consumers_after == 2 and pop.shared_queues_after > 0
     # After one step STICKY moves exactly the fewest queues a balanced assignment could.
     sticky = comparison[(comparison.strategy == "STICKY") & (comparison.scenario == "scale-out-two-brokers")]
     assert sticky.queues_moved.tolist() == sticky.min_moves.tolist()

@@ -79,7 +79,7 @@ def test_report_has_the_run_tables_and_its_charts(page, sample_run) -> None:
     assert {"fleet max/mean", "groups with errors", "moved (0 to last)", "min moves"} <= headers
     assert {"best balance", "useful (<= queues)", "read twice", "read by none"} <= headers
     # The snapshot, one table per scenario, the recommendation, and the one stale_view scenario.
-    assert len(parsed.tables) == 1 + 5 + 1 + 1
+    assert len(parsed.tables) == 1 + 7 + 1 + 1
     tables = dict(zip(parsed.titles, parsed.tables))
     assert len(tables) == len(parsed.tables)
 

@@ -3,6 +3,7 @@ errors a user meets: each names the file and the line."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -131,6 +132,162 @@ def test_strategy_arguments() -> None:
         importer.parse_strategies(["g=nope"])
     with pytest.raises(InputError, match="no consumerConnection/<group>.txt for group"):
         _import("v5", cg_nope="AVG")
+
+
+def test_the_language_column_becomes_consumers_language() -> None:
+    # languages/: cg_old.txt (before 4.9.3) and cg_new.txt (#Language header), both on orders.
+    consumers = _rows(_import("languages"), "consumers")
+    got = sorted((c["group"], c["topic"], c["client_id"], c["language"]) for c in consumers)
+    assert got == [
+        ("cg_new", "orders", "10.3.0.21@1#3312000000021", "NODE_JS"),
+        ("cg_new", "orders", "10.3.0.22@88", "PYTHON"),
+        ("cg_new", "orders", "10.3.0.23@4242", "GO"),
+        ("cg_old", "orders", "10.3.0.11@27", "CPP"),
+        ("cg_old", "orders", "10.3.0.12@4711", "GO"),
+        ("cg_old", "orders", "10.3.0.13@30115", "JAVA"),
+    ]
+    # The Java fixtures' clients say JAVA, once per connection.
+    v4 = _rows(_import("v4_9"), "consumers")
+    assert {c["language"] for c in v4} == {"JAVA"} and all("language" in c for c in v4)
+
+
+def test_without_the_flags_groups_has_no_balancing_columns() -> None:
+    groups = _import("languages").tables["groups"]
+    assert groups.column_names == ["group", "strategy", "message_model"]
+
+
+def test_rebalance_and_request_mode_flags_fill_the_groups_columns(tmp_path, capsys) -> None:
+    out = tmp_path / "snap"
+    code = main(
+        [
+            "import-mqadmin",
+            "--in",
+            str(DATA / "languages"),
+            "--out",
+            str(out),
+            "--rebalance",
+            "BROKER",  # every group but cg_new
+            "--rebalance",
+            "cg_new=client",
+            "--request-mode",
+            "cg_old=pop:2",
+            "--request-mode",
+            "cg_new=PULL",
+        ]
+    )
+    assert code == 0
+    groups = {g["group"]: g for g in pq.read_table(out / "groups").to_pylist()}
+    got = {
+        name: (g["rebalance"], g["request_mode"], g["pop_share_queue_num"])
+        for name, g in sorted(groups.items())
+    }
+    assert got == {"cg_new": ("client", "PULL", None), "cg_old": ("broker", "POP", 2)}
+    consumers = pq.read_table(out / "consumers").to_pylist()
+    assert {c["client_id"]: c["language"] for c in consumers}["10.3.0.11@27"] == "CPP"
+    assert "warning" not in capsys.readouterr().out  # POP only where the broker balances
+
+
+def test_pop_where_the_broker_does_not_balance_is_imported_with_a_warning() -> None:
+    # cg_old is balanced by the proxy, cg_new by its clients: POP counts for neither.
+    imported = importer.to_tables(
+        importer.read_capture(str(DATA / "languages")),
+        rebalance=importer.parse_rebalances(["cg_old=proxy"]),
+        request_mode=importer.parse_request_modes(["POP"]),
+    )
+    assert imported.tables["groups"].column_names == [
+        "group",
+        "strategy",
+        "message_model",
+        "rebalance",
+        "request_mode",
+    ]
+    got = {g["group"]: (g["rebalance"], g["request_mode"]) for g in _rows(imported, "groups")}
+    assert got == {"cg_new": (None, "POP"), "cg_old": ("proxy", "POP")}
+    assert [w for w in imported.warnings if "--request-mode" in w] == [
+        "--request-mode POP for cg_new, cg_old, which the broker does not balance: the request mode "
+        "counts only with --rebalance GROUP=broker, so it is ignored there"
+    ]
+
+
+def test_rebalance_and_request_mode_arguments() -> None:
+    rebalance = importer.parse_rebalances(["Broker", "g= proxy "])
+    assert (rebalance.default, dict(rebalance.by_group)) == ("broker", {"g": "proxy"})
+    modes = importer.parse_request_modes(["pop", "g=POP:-1", "h=POP:0", "k=pull"])
+    assert modes.default == importer.RequestMode("POP", None)
+    assert dict(modes.by_group) == {
+        "g": importer.RequestMode("POP", -1),
+        "h": importer.RequestMode("POP", 0),
+        "k": importer.RequestMode("PULL", None),
+    }
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        (
+            "--rebalance",
+            "g=brokers",
+            r"arguments\.--rebalance: unknown rebalance 'brokers' in 'g=brokers'; choose",
+        ),
+        (
+            "--rebalance",
+            "=broker",
+            r"arguments\.--rebalance: expected GROUP=client\|broker\|proxy or .*'=broker'",
+        ),
+        ("--request-mode", "g=PUSH", r"arguments\.--request-mode: unknown request mode 'PUSH' in 'g=PUSH'"),
+        (
+            "--request-mode",
+            "g=POP:two",
+            r"arguments\.--request-mode: POP:N takes a whole number N .*'two' in 'g=POP:two'",
+        ),
+        (
+            "--request-mode",
+            "g=POP:",
+            r"arguments\.--request-mode: POP:N takes a whole number N .*'' in 'g=POP:'",
+        ),
+        (
+            "--request-mode",
+            "g=PULL:3",
+            r"arguments\.--request-mode: only POP takes a number \(POP:N\), got 'g=PULL:3'",
+        ),
+        ("--request-mode", "POP:99999999999", r"arguments\.--request-mode: POP:N takes a whole number"),
+    ],
+)
+def test_bad_flag_values_are_exit_code_2_naming_flag_and_value(
+    tmp_path, capsys, flag, value, message
+) -> None:
+    code = main(
+        ["import-mqadmin", "--in", str(DATA / "languages"), "--out", str(tmp_path / "s"), flag, value]
+    )
+    assert code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "s").exists()
+
+
+def test_flags_naming_a_group_without_a_capture_are_errors() -> None:
+    capture = importer.read_capture(str(DATA / "languages"))
+    with pytest.raises(
+        InputError, match=r"arguments\.--rebalance: no consumerConnection/<group>\.txt for group\(s\) cg_x"
+    ):
+        importer.to_tables(capture, rebalance=importer.parse_rebalances(["cg_x=broker"]))
+    with pytest.raises(
+        InputError, match=r"arguments\.--request-mode: no consumerConnection/<group>\.txt .* cg_y"
+    ):
+        importer.to_tables(capture, request_mode=importer.parse_request_modes(["cg_y=POP"]))
+
+
+def test_an_indented_capture_imports_as_the_saved_one(tmp_path) -> None:
+    # Every file of v4_9/ pasted from a web page: each line behind 8 spaces.
+    capture = _copy(tmp_path, "v4_9")
+    for path in capture.rglob("*.txt"):
+        path.write_text("".join(f"        {line}\n" for line in path.read_text().splitlines()))
+    indented = importer.to_tables(
+        importer.read_capture(str(capture)), strategies={"cg_audit": "AVG_BY_CIRCLE"}
+    )
+    saved = _import("v4_9", cg_audit="AVG_BY_CIRCLE")
+    assert {n: t.to_pylist() for n, t in indented.tables.items()} == {
+        n: t.to_pylist() for n, t in saved.tables.items()
+    }
 
 
 def _copy(tmp_path: Path, name: str) -> Path:

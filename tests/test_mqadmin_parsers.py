@@ -219,6 +219,28 @@ def test_consumer_connection_from_4_9_3_has_a_header() -> None:
     assert cc.consume_from_where == "CONSUME_FROM_LAST_OFFSET"
 
 
+def test_consumer_connection_language_column_before_4_9_3() -> None:
+    # languages/consumerConnection/cg_old.txt: "%03d  %-32s %-22s %-8s %s", the language fourth.
+    cc = _parse(consumer_connection, DATA / "languages" / "consumerConnection" / "cg_old.txt")
+    assert cc.format == "before 4.9.3"
+    assert [(c.line, c.client_id, c.language, c.version) for c in cc.connections] == [
+        (1, "10.3.0.12@4711", "GO", "V4_4_0"),
+        (2, "10.3.0.11@27", "CPP", "V4_6_0"),
+        (3, "10.3.0.13@30115", "JAVA", "V4_9_2"),
+    ]
+
+
+def test_consumer_connection_language_column_from_4_9_3() -> None:
+    # languages/consumerConnection/cg_new.txt: under the #Language header, the third column.
+    cc = _parse(consumer_connection, DATA / "languages" / "consumerConnection" / "cg_new.txt")
+    assert cc.format == "4.9.3 and later"
+    assert [(c.line, c.client_id, c.language) for c in cc.connections] == [
+        (2, "10.3.0.22@88", "PYTHON"),
+        (3, "10.3.0.21@1#3312000000021", "NODE_JS"),
+        (4, "10.3.0.23@4242", "GO"),
+    ]
+
+
 def test_consumer_connection_errors_name_file_and_line() -> None:
     good = (DATA / "v4_9" / "consumerConnection" / "cg_orders.txt").read_text().splitlines()
     bad = "\n".join([*good[:3], "002  10.2.0.11@31245", *good[4:]])
@@ -306,3 +328,56 @@ def test_a_cut_name_matches_the_one_full_name_that_starts_so() -> None:
     ambiguous = names.resolve(T_LONG5[:64], 64, known)  # the cut name is itself a topic
     assert ambiguous.name is None and ambiguous.candidates == tuple(sorted([T_LONG5, T_LONG5[:64]]))
     assert names.resolve(T_LONG5[:64], 64, {T_LONG5, "inventory"}).name == T_LONG5
+
+
+# ------------------------------------------------------------------- output pasted indented
+
+
+FIXTURES = [
+    (cluster_list, DATA / "v4_9" / "clusterList.txt"),
+    (cluster_list, DATA / "v5" / "clusterList.txt"),
+    (topic_route, DATA / "v4_9" / "topicRoute" / "orders.txt"),
+    (topic_route, DATA / "v5" / "topicRoute" / "payments.txt"),
+    (consumer_connection, DATA / "v4_9" / "consumerConnection" / "cg_dup.txt"),
+    (consumer_connection, DATA / "v5" / "consumerConnection" / "cg_stock.txt"),
+    (consumer_progress, DATA / "v4_9" / "consumerProgress" / "cg_audit.txt"),
+    (consumer_progress, DATA / "v5" / "consumerProgress" / "cg_pay.txt"),
+]
+
+
+def _indented(text: str, margin: str) -> str:
+    """Every line, blank ones included, behind ``margin``: as a web page's code block pastes."""
+    return "\n".join(margin + line for line in text.splitlines()) + "\n"
+
+
+@pytest.mark.parametrize("margin", ["    ", "        ", "\t"], ids=["4 spaces", "8 spaces", "a tab"])
+@pytest.mark.parametrize(("module", "path"), FIXTURES, ids=lambda f: getattr(f, "name", None))
+def test_output_indented_alike_reads_as_the_saved_file(module, path: Path, margin: str) -> None:
+    # The same file, each line behind the same margin: the same parse, line numbers included.
+    text = path.read_text()
+    assert module.parse(_indented(text, margin), source="f.txt") == module.parse(text, source="f.txt")
+
+
+@pytest.mark.parametrize("margin", ["    ", "        "], ids=["4 spaces", "8 spaces"])
+def test_a_damaged_indented_table_still_names_its_line(margin: str) -> None:
+    good = (DATA / "v4_9" / "consumerProgress" / "cg_orders.txt").read_text().splitlines()
+    # Line 6 (orders broker-a 0) cut short, as a bad copy leaves it, inside an indented paste.
+    cut = [*good[:5], good[5][:110], *good[6:]]
+    _fails(consumer_progress, _indented("\n".join(cut), margin), r"p\.txt:6: expected 7 columns", "p.txt")
+    # A client line missing its address, language and version (line 4 of cg_orders.txt).
+    good = (DATA / "v4_9" / "consumerConnection" / "cg_orders.txt").read_text().splitlines()
+    short = [*good[:3], "002  10.2.0.11@31245", *good[4:]]
+    _fails(
+        consumer_connection, _indented("\n".join(short), margin), r"c\.txt:4: expected a client line", "c.txt"
+    )
+
+
+def test_a_line_indented_less_than_the_first_is_named() -> None:
+    # The paste lost line 7's margin (of 4): the header (line 3) keeps 4 characters more than it.
+    lines = (DATA / "v4_9" / "consumerProgress" / "cg_orders.txt").read_text().splitlines()
+    text = _indented("\n".join(lines), "    ").splitlines()
+    text[6] = text[6].lstrip()
+    error = _fails(
+        consumer_progress, "\n".join(text), r"p\.txt:7: indented 4 character\(s\) less than line 3", "p.txt"
+    )
+    assert "damaged" in str(error)

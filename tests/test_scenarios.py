@@ -288,7 +288,7 @@ def test_cli_exit_code_2_names_the_scenario_and_step(tmp_path, capsys) -> None:
 def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tmp_path) -> None:
     # No offsets, no queue_config, no stale views, no languages, no balancing: every optional
     # column is absent, and indeed null on every row. The sample with its scenarios has data for
-    # all but the last two (its consumers have no language column, its groups no rebalance).
+    # each: none is absent.
     bare = make_snapshot(
         tmp_path / "bare",
         brokers=BROKERS,
@@ -310,4 +310,4 @@ def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tm
     )
     built = simulate.build_group_routes(spark, sample)
     built.checked.unpersist()
-    assert built.absent == ("client_languages", "balancing")
+    assert built.absent == ()

@@ -7,6 +7,7 @@ captures get their cause named. The diagnosis itself is also tested on hand-buil
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -157,6 +158,16 @@ def test_clients_that_have_not_rebalanced_since_one_joined_are_a_stale_view() ->
     )
 
 
+def test_nearby_views_carry_each_client_s_library() -> None:
+    # The stale view above, with consumers.language JAVA for every client (as import-mqadmin
+    # writes it): a view without a client, or with one more, keeps one library per client.
+    a, b, _ = CLIENTS
+    row = {**_route("t", {"b": 6}, CLIENTS), "client_languages": ["JAVA"] * 3}
+    found = diagnose.diagnose(diagnose.GroupCase("g", "AVG", [row], _observed([a, a, a, b, b, b])))
+    assert [c.code for c in found] == ["stale_view"]
+    assert "a view without 10.0.0.3@1" in found[0].detail
+
+
 def test_a_client_that_does_not_answer_mqadmin() -> None:
     # AVG, six queues: .3's share (4 5) shows no holder; the others hold theirs.
     a, b, _ = CLIENTS
@@ -187,3 +198,107 @@ def test_only_the_worst_matching_groups_are_diagnosed_past_the_cap(spark, tmp_pa
     assert groups["cg_circle"]["causes"] == ["unknown_strategy"]
     assert groups["cg_missing"]["causes"] == [] and groups["cg_pay"]["causes"] == []
     assert (groups["cg_missing"]["matched"], groups["cg_missing"]["queues_compared"]) == (8, 12)
+
+
+# ------------------------------------------- who computes: another client library, or the broker
+
+GO_PAIR = ["10.0.0.1@1", "10.0.0.2@1"]
+
+
+def test_an_assignment_the_go_client_computes_names_the_library() -> None:
+    # CONSISTENT_HASH, virtual_node_cnt 2, clients .1 and .2, queues b:0..5 of topic t. The Go
+    # client's ring (stathat consistent): node i of a client is CRC-32 of str(i) + client id:
+    #   "010.0.0.1@1" 4128686663, "110.0.0.1@1" 932715911,
+    #   "010.0.0.2@1" 4098915358, "110.0.0.2@1" 903783390;
+    # sorted: 903783390 (.2), 932715911 (.1), 4098915358 (.2), 4128686663 (.1).
+    # A queue goes to the first node strictly above CRC-32 of "MessageQueue [topic=t,
+    # brokerName=b, queueId=N]": 0: 3347288975 -> 4098915358 .2; 1: 3734545102 -> .2;
+    # 2: 4122341645 -> 4128686663 .1; 3: 3970875468 -> .2; 4: 2750371467 -> .2; 5: 3136579530 -> .2.
+    a, b = GO_PAIR
+    assert _go_ring_holders(GO_PAIR, 6, 2) == [b, b, a, b, b, b]  # the comment, recomputed
+    row = route(
+        scenario="baseline",
+        strategies=["CONSISTENT_HASH"],
+        brokers={"b": 6},
+        clients=GO_PAIR,
+        client_configs=None,
+        virtual_node_cnt=2,
+    )
+    case = diagnose.GroupCase("g", "CONSISTENT_HASH", [row], _observed([b, b, a, b, b, b]))
+    found = diagnose.diagnose(case)
+    # Not AVG (.1: 0 1 2) nor AVG_BY_CIRCLE (.1: 0 2 4), nor C++'s AVG, nor the broker (which has
+    # no CONSISTENT_HASH: nobody would hold anything).
+    assert [c.code for c in found] == ["other_library"]
+    assert "the Go client (rocketmq-client-go) (GO)" in found[0].detail
+    assert "set consumers.language to GO" in found[0].detail
+
+
+def test_a_group_the_snapshot_already_says_is_go_matches_with_no_cause() -> None:
+    # The same ring, with consumers.language GO for both clients: the simulated answer is the Go
+    # client's already, so every queue matches and there is nothing to explain.
+    a, b = GO_PAIR
+    row = route(
+        scenario="baseline",
+        strategies=["CONSISTENT_HASH"],
+        brokers={"b": 6},
+        clients=GO_PAIR,
+        client_configs=None,
+        virtual_node_cnt=2,
+        client_languages=["GO", "GO"],  # as the routes carry it: trimmed, upper case
+    )
+    case = diagnose.GroupCase("g", "CONSISTENT_HASH", [row], _observed([b, b, a, b, b, b]))
+    assert diagnose.diagnose(case) == []
+
+
+def _go_ring_holders(clients: list[str], queues: int, virtual_node_cnt: int) -> list[str]:
+    """Each queue b:N of topic t on the Go client's CRC-32 ring (for the comment above)."""
+    nodes = {zlib.crc32(f"{i}{c}".encode()): c for c in clients for i in range(virtual_node_cnt)}
+    ring = sorted(nodes)
+    out = []
+    for n in range(queues):
+        h = zlib.crc32(f"MessageQueue [topic=t, brokerName=b, queueId={n}]".encode())
+        out.append(nodes[next((k for k in ring if k > h), ring[0])])
+    return out
+
+
+def test_an_assignment_dealt_in_java_order_to_cpp_clients_names_the_broker() -> None:
+    # consumerConnection says both clients run rocketmq-client-cpp, which computes AVG whatever the
+    # group names: .1: 0 1 2; .2: 3 4 5. The observed holders are AVG_BY_CIRCLE's, queue j to
+    # position j % 2: .1: 0 2 4; .2: 1 3 5: what the broker answers (clientRebalance off), and
+    # what every client would compute with the Java or the Go client.
+    a, b = GO_PAIR
+    row = route(
+        scenario="baseline",
+        strategies=["AVG_BY_CIRCLE"],
+        brokers={"b": 6},
+        clients=GO_PAIR,
+        client_configs=None,
+        client_languages=["CPP", "CPP"],
+    )
+    case = diagnose.GroupCase("g", "AVG_BY_CIRCLE", [row], _observed([a, b, a, b, a, b]))
+    found = diagnose.diagnose(case)
+    assert [c.code for c in found] == ["other_library", "broker_balanced"]
+    assert "the Java client (JAVA) or the Go client (rocketmq-client-go) (GO)" in found[0].detail
+    assert "the library the snapshot names (CPP)" in found[0].detail
+    assert "AVG_BY_CIRCLE share, in Java order" in found[1].detail
+    assert found[1].detail.endswith("import with --rebalance g=broker")
+
+
+def test_a_strategy_the_broker_lacks_leaves_every_queue_unheld_and_names_the_broker() -> None:
+    # CONSISTENT_HASH on the broker: it has only AVG and AVG_BY_CIRCLE, answers null, and in the
+    # snapshot's phase the clients hold nothing: consumerProgress shows N/A for all six queues.
+    # Any client-side answer (Java's, Go's or C++'s) gives every queue a holder.
+    row = route(
+        scenario="baseline",
+        strategies=["CONSISTENT_HASH"],
+        brokers={"b": 6},
+        clients=GO_PAIR,
+        client_configs=None,
+    )
+    case = diagnose.GroupCase("g", "CONSISTENT_HASH", [row], _observed([None] * 6))
+    found = diagnose.diagnose(case)
+    # First, per client the strategy gives queues, that it reports none.
+    assert {c.code for c in found[:-1]} == {"client_not_reporting"} and found[-1].code == "broker_balanced"
+    assert (
+        "answers each client null (it has no CONSISTENT_HASH, only AVG and AVG_BY_CIRCLE)" in found[-1].detail
+    )

@@ -16,8 +16,12 @@ What becomes what:
 - topic_queues: every route's queueDatas. consumers: each client of a group on each topic it
   subscribes to (retry topics included), once per connection, so a client id listed twice stays
   twice, as the broker's cidAll has it. A subscribed topic without a route file is left out.
+- consumers: each client's library (``language``) as consumerConnection prints it (JAVA, GO,
+  CPP, ...); the simulation normalises its case.
 - groups: the message model; the strategy only where ``--strategy`` names it (mqadmin does not
-  print it; a null strategy is AVG). Machine rooms are unknown: null.
+  print it; a null strategy is AVG); who balances the group (``rebalance``) only where
+  ``--rebalance`` names it, and ``request_mode`` and ``pop_share_queue_num`` only where
+  ``--request-mode`` does (mqadmin prints none of them). Machine rooms are unknown: null.
 - offsets and observed_assignments: consumerProgress's rows, names cut short matched back to the
   routes' full names; each holder's IP matched to the client id of the group it belongs to.
 
@@ -28,8 +32,9 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 
@@ -47,6 +52,9 @@ CLUSTER_LIST = "clusterList.txt"
 TOPIC_ROUTE = "topicRoute"
 CONSUMER_CONNECTION = "consumerConnection"
 CONSUMER_PROGRESS = "consumerProgress"
+REBALANCES = tuple(r.lower() for r in schemas.REBALANCES)  # as the contract spells them: client, ...
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -118,38 +126,130 @@ def read_capture(root: str) -> Capture:
     return Capture(root, cluster, routes, connections, progress)
 
 
-def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
-    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
+@dataclass(frozen=True)
+class PerGroup(Generic[T]):
+    """A flag's values: one group's (``GROUP=VALUE``), and every other group's (a bare ``VALUE``)."""
+
+    default: T | None = None
+    by_group: Mapping[str, T] = field(default_factory=dict)
+
+    def get(self, group: str) -> T | None:
+        return self.by_group.get(group, self.default)
+
+    def groups(self) -> set[str]:
+        return set(self.by_group)
+
+
+@dataclass(frozen=True)
+class RequestMode:
+    mode: str  # PULL or POP
+    pop_share_queue_num: int | None = None  # POP:N; None: the column's default (-1)
+
+
+def _per_group(values: Sequence[str], flag: str, form: str, read: Callable[[str, str], T]) -> PerGroup[T]:
+    """A repeatable flag's ``GROUP=VALUE`` and ``VALUE`` arguments, each value read by ``read``
+    (given the value and the whole argument, for messages); the last one for a group wins."""
     default, by_group = None, {}
     for value in values:
-        group, sep, name = value.rpartition("=")
-        name = name.strip().upper()
-        if name not in STRATEGIES:
-            raise InputError(
-                "arguments",
-                "--strategy",
-                f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
-            )
+        group, sep, raw = value.rpartition("=")
+        parsed = read(raw.strip(), value)
         if not sep:
-            default = name
+            default = parsed
         elif not group.strip():
-            raise InputError("arguments", "--strategy", f"expected GROUP=NAME or NAME, got {value!r}")
+            raise InputError("arguments", flag, f"expected GROUP={form} or {form}, got {value!r}")
         else:
-            by_group[group.strip()] = name
-    return default, by_group
+            by_group[group.strip()] = parsed
+    return PerGroup(default, by_group)
 
 
-def to_tables(
-    capture: Capture, *, default_strategy: str | None = None, strategies: Mapping[str, str] | None = None
-) -> Imported:
-    strategies = dict(strategies or {})
-    unknown = sorted(set(strategies) - set(capture.connections))
-    if unknown:
+def _strategy(name: str, value: str) -> str:
+    name = name.upper()
+    if name not in STRATEGIES:
         raise InputError(
             "arguments",
             "--strategy",
-            f"no {CONSUMER_CONNECTION}/<group>.txt for group(s) {', '.join(unknown)}",
+            f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
         )
+    return name
+
+
+def _rebalance(name: str, value: str) -> str:
+    if name.lower() not in REBALANCES:
+        raise InputError(
+            "arguments",
+            "--rebalance",
+            f"unknown rebalance {name!r} in {value!r}; choose from {', '.join(REBALANCES)}",
+        )
+    return name.lower()
+
+
+def _request_mode(text: str, value: str) -> RequestMode:
+    mode, sep, number = text.partition(":")
+    mode = mode.strip().upper()
+    if mode not in schemas.REQUEST_MODES:
+        raise InputError(
+            "arguments",
+            "--request-mode",
+            f"unknown request mode {mode!r} in {value!r}; choose from PULL, POP or POP:N",
+        )
+    if not sep:
+        return RequestMode(mode)
+    if mode != "POP":
+        raise InputError("arguments", "--request-mode", f"only POP takes a number (POP:N), got {value!r}")
+    try:
+        n = int(number.strip())
+    except ValueError:
+        n = None
+    if n is None or not -(2**31) <= n < 2**31:
+        raise InputError(
+            "arguments",
+            "--request-mode",
+            f"POP:N takes a whole number N (pop_share_queue_num), got {number.strip()!r} in {value!r}",
+        )
+    return RequestMode(mode, n)
+
+
+def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
+    parsed = _per_group(values, "--strategy", "NAME", _strategy)
+    return parsed.default, dict(parsed.by_group)
+
+
+def parse_rebalances(values: Sequence[str]) -> PerGroup[str]:
+    """``--rebalance`` values: ``GROUP=broker`` (client, broker or proxy, any case) for one group,
+    a bare value for every other group; written in lower case, as the contract spells them."""
+    return _per_group(values, "--rebalance", "client|broker|proxy", _rebalance)
+
+
+def parse_request_modes(values: Sequence[str]) -> PerGroup[RequestMode]:
+    """``--request-mode`` values: ``GROUP=POP:N``, ``GROUP=POP`` or ``GROUP=PULL`` for one group, a
+    bare value for every other group."""
+    return _per_group(values, "--request-mode", "PULL|POP[:N]", _request_mode)
+
+
+def to_tables(
+    capture: Capture,
+    *,
+    default_strategy: str | None = None,
+    strategies: Mapping[str, str] | None = None,
+    rebalance: PerGroup[str] | None = None,
+    request_mode: PerGroup[RequestMode] | None = None,
+) -> Imported:
+    strategy = PerGroup(default_strategy, dict(strategies or {}))
+    rebalance = rebalance or PerGroup()
+    request_mode = request_mode or PerGroup()
+    for flag, given in (
+        ("--strategy", strategy),
+        ("--rebalance", rebalance),
+        ("--request-mode", request_mode),
+    ):
+        unknown = sorted(given.groups() - set(capture.connections))
+        if unknown:
+            raise InputError(
+                "arguments",
+                flag,
+                f"no {CONSUMER_CONNECTION}/<group>.txt for group(s) {', '.join(unknown)}",
+            )
     warnings: list[str] = []
     brokers = _brokers(capture, warnings)
     broker_names = {row["broker_name"] for row in brokers}
@@ -167,15 +267,7 @@ def to_tables(
             for q in route.queues
         ],
         "consumers": _consumers(capture, warnings),
-        "groups": [
-            {
-                "group": group,
-                "strategy": strategies.get(group, default_strategy),
-                "message_model": cc.message_model,
-            }
-            for group, cc in sorted(capture.connections.items())
-            if cc.connections
-        ],
+        "groups": _groups(capture, strategy, rebalance, request_mode, warnings),
     }
     offsets, observed = _progress(capture, broker_names, warnings)
     rows["offsets"] = offsets
@@ -186,11 +278,56 @@ def to_tables(
 
 
 def import_mqadmin(
-    root: str, out: str, *, default_strategy: str | None = None, strategies: Mapping[str, str] | None = None
+    root: str,
+    out: str,
+    *,
+    default_strategy: str | None = None,
+    strategies: Mapping[str, str] | None = None,
+    rebalance: PerGroup[str] | None = None,
+    request_mode: PerGroup[RequestMode] | None = None,
 ) -> Imported:
-    imported = to_tables(read_capture(root), default_strategy=default_strategy, strategies=strategies)
+    imported = to_tables(
+        read_capture(root),
+        default_strategy=default_strategy,
+        strategies=strategies,
+        rebalance=rebalance,
+        request_mode=request_mode,
+    )
     write_snapshot(imported.tables, out)
     return imported
+
+
+def _groups(
+    capture: Capture,
+    strategy: PerGroup[str],
+    rebalance: PerGroup[str],
+    request_mode: PerGroup[RequestMode],
+    warnings: list[str],
+) -> list[dict]:
+    """A row per group with clients. The flags' columns are set only for the groups they name
+    (a bare value names every group), so a capture imported without them has none of them."""
+    rows, pop_on_client = [], []
+    for group, cc in sorted(capture.connections.items()):
+        if not cc.connections:
+            continue
+        row = {"group": group, "strategy": strategy.get(group), "message_model": cc.message_model}
+        balanced_by = rebalance.get(group)
+        if balanced_by is not None:
+            row["rebalance"] = balanced_by
+        mode = request_mode.get(group)
+        if mode is not None:
+            row["request_mode"] = mode.mode
+            if mode.pop_share_queue_num is not None:
+                row["pop_share_queue_num"] = mode.pop_share_queue_num
+            if mode.mode == "POP" and balanced_by != "broker":
+                pop_on_client.append(group)
+        rows.append(row)
+    if pop_on_client:
+        warnings.append(
+            f"--request-mode POP for {', '.join(pop_on_client)}, which the broker does not balance: the "
+            "request mode counts only with --rebalance GROUP=broker, so it is ignored there"
+        )
+    return rows
 
 
 def _columns(spec: schemas.TableSpec, rows: list[dict]) -> dict[str, list]:
@@ -251,7 +388,8 @@ def _consumers(capture: Capture, warnings: list[str]) -> list[dict]:
                 )
                 continue
             rows.extend(
-                {"group": group, "topic": sub.topic, "client_id": c.client_id} for c in cc.connections
+                {"group": group, "topic": sub.topic, "client_id": c.client_id, "language": c.language}
+                for c in cc.connections
             )
     return rows
 

@@ -41,23 +41,44 @@ def _pairs(
     ax: Axes, labels: Sequence[str], left, right, *, names: tuple[str, str], ylabel: str, **ticks
 ) -> None:
     """Two bars per label, side by side; ``ticks`` styles the labels (default: STRATEGY_TICKS)."""
+    _bars(ax, labels, [left, right], names=names, ylabel=ylabel, **ticks)
+
+
+def _bars(
+    ax: Axes, labels: Sequence[str], series: Sequence, *, names: Sequence[str], ylabel: str, **ticks
+) -> None:
+    """One bar per series for each label, side by side."""
     x = range(len(labels))
-    ax.bar([i - 0.2 for i in x], left, width=0.4, label=names[0])
-    ax.bar([i + 0.2 for i in x], right, width=0.4, label=names[1])
+    width = 0.8 / len(series)
+    for k, (values, name) in enumerate(zip(series, names)):
+        ax.bar([i + (k - (len(series) - 1) / 2) * width for i in x], values, width=width, label=name)
     ax.set_xticks(list(x), labels, **(ticks or STRATEGY_TICKS))
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
 
 
 def moved_figure(comparison: pd.DataFrame) -> Figure:
-    """Per scenario, each strategy's queues moved (phase 0 against the last) beside min_moves."""
+    """Per scenario, each strategy's queues moved (phase 0 against the last), the moves summed over
+    its steps, and min_moves. A broker restart can end where it began (0 moved from phase 0 to
+    the last) while both steps moved queues: that churn is what the restart costs."""
     scenarios = sorted(comparison.scenario.unique())
     fig, axes = _panels(len(scenarios), 2.6)
     for ax, scenario in zip(axes, scenarios):
         rows = comparison[comparison.scenario == scenario].sort_values("strategy")
         # No bar where min_moves is null: 0 would claim that nothing had to move.
         moved, fewest = rows.queues_moved.fillna(0), rows.min_moves.astype("float64")
-        _pairs(ax, rows.strategy, moved, fewest, names=("moved", "fewest possible"), ylabel="queues")
+        over_steps = rows.moved_over_steps.fillna(0)
+        _bars(
+            ax,
+            rows.strategy,
+            [moved, over_steps, fewest],
+            names=(
+                f"moved, phase 0 to {int(rows.last_phase.max())}",
+                "moved, summed over steps",
+                "fewest possible",
+            ),
+            ylabel="queues",
+        )
         last = int(rows.last_phase.max())
         ax.set_title(f"{scenario}: queues that change owner, phase 0 to {last}", fontsize=10)
     fig.tight_layout()

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from rmqsim.errors import InputError
-from rmqsim.schemas import LANGUAGES, MESSAGE_MODELS, REQUEST_MODES
+from rmqsim.schemas import LANGUAGES, MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 
 ALL = "all"
 
@@ -87,7 +87,7 @@ class SetRebalance:
     """Who balances the group from this phase on (docs/CONTRACT.md, section 2b)."""
 
     group: str  # a name, or "all"
-    rebalance: str  # client or broker
+    rebalance: str  # client, broker or proxy
     request_mode: str | None = None  # PULL or POP; None: unchanged
     pop_share_queue_num: int | None = None  # None: unchanged
 
@@ -306,7 +306,7 @@ def _check_one_of(
 
 
 def _check_set_rebalance(step: SetRebalance, bad: Callable[[str, str], InputError]) -> None:
-    _check_one_of(bad, "rebalance", step.rebalance, ("CLIENT", "BROKER"))  # proxy: not simulated yet
+    _check_one_of(bad, "rebalance", step.rebalance, REBALANCES)
     if step.request_mode is not None:
         _check_one_of(bad, "request_mode", step.request_mode, REQUEST_MODES)
 

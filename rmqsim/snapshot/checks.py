@@ -124,10 +124,6 @@ def balancing_problem() -> Column:
     rebalance = F.col("rebalance")
     return F.coalesce(
         _unknown_value("rebalance", rebalance, REBALANCES, lower=True),
-        F.when(
-            routes.normalised(rebalance) == "PROXY",
-            F.lit("rebalance 'proxy' (5.x gRPC clients) is not simulated yet"),
-        ),
         _unknown_value("request_mode", F.col("request_mode"), REQUEST_MODES),
     )
 

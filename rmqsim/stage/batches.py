@@ -30,7 +30,15 @@ GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
 # Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
 # none, the column is null on every row and is left out of the allocation stage's input: in
 # bench/, converting four all-null columns to Arrow cost more than all the others together.
-OPTIONAL = ("backlogs", "client_configs", "stale_clients", "view_phase", "client_languages", "balancing")
+OPTIONAL = (
+    "backlogs",
+    "client_configs",
+    "stale_clients",
+    "view_phase",
+    "client_languages",
+    "balancing",
+    "broker_masters",
+)
 
 
 @dataclass(frozen=True)
@@ -144,28 +152,47 @@ def client_libraries(rows: pa.RecordBatch, client_offsets: np.ndarray) -> Librar
 
 @dataclass(frozen=True)
 class Balancing:
-    """Per row, whether the broker balances the group, and how (schemas.BALANCING)."""
+    """Per row, who balances the group and how (schemas.BALANCING)."""
 
     by_broker: np.ndarray
+    by_proxy: np.ndarray
     pop: np.ndarray
     pop_share_queue_num: np.ndarray
+    orderly: np.ndarray
 
 
 def balancing(rows: pa.RecordBatch) -> Balancing:
     """The broker balances a CLUSTERING group whose rebalance is BROKER, unless it consumes
-    orderly: orderly and BROADCASTING groups still balance on the client."""
+    orderly (orderly groups still balance on the client); the proxy one whose rebalance is PROXY.
+    BROADCASTING groups read everything, whoever would balance them."""
     column = rows.column("balancing")
     n = rows.num_rows
     if column.null_count == n:
-        return Balancing(np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64))
+        no = np.zeros(n, dtype=bool)
+        return Balancing(no, no, no, np.full(n, -1, dtype=np.int64), no)
 
     def field(name: str, default: object) -> np.ndarray:
         return pc.fill_null(pc.struct_field(column, name), default).to_numpy(zero_copy_only=False)
 
-    by_broker = (
-        (field("rebalance", "CLIENT") == "BROKER") & ~field("consume_orderly", False) & ~broadcasting(rows)
+    rebalance, orderly = field("rebalance", "CLIENT"), field("consume_orderly", False)
+    clustering = ~broadcasting(rows)
+    return Balancing(
+        by_broker=(rebalance == "BROKER") & ~orderly & clustering,
+        by_proxy=(rebalance == "PROXY") & clustering,
+        pop=field("pop", False),
+        pop_share_queue_num=field("pop_share_queue_num", -1).astype(np.int64),
+        orderly=orderly,
     )
-    return Balancing(by_broker, field("pop", False), field("pop_share_queue_num", -1).astype(np.int64))
+
+
+def queue_master_alive(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
+    """Per flat queue of ``batch``, whether its broker's master is alive (true without data)."""
+    column = rows.column("broker_masters")
+    if column.null_count == len(column):
+        return np.ones(len(batch.queue_id), dtype=bool)
+    _, flat = list_column(rows, "broker_masters")
+    alive = pc.fill_null(flat, True).to_numpy(zero_copy_only=False)
+    return alive[batch.params.queue_broker_index]
 
 
 def has_offsets(rows: pa.RecordBatch) -> np.ndarray:

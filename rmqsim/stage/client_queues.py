@@ -19,7 +19,7 @@ from rmqsim import schemas
 from rmqsim.arrays import take
 from rmqsim.stage import skew
 from rmqsim.stage.batches import has_offsets, row_codes
-from rmqsim.stage.dispatch import BROKER_POP, Allocated, allocate_rows
+from rmqsim.stage.dispatch import BROKER_POP, PROXY, Allocated, allocate_rows
 from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, read_pairs
 
 CLIENT_QUEUES_ARROW = to_arrow_schema(schemas.CLIENT_QUEUES)
@@ -57,16 +57,15 @@ class Load:
     message_share: np.ndarray
     backlog_share: np.ndarray
     readers: np.ndarray  # per flat queue
-    shared: np.ndarray  # per flat queue: read by several clients by design (the broker's POP)
+    shared: np.ndarray  # per flat queue: read by several clients by design (POP, the proxy)
 
     @staticmethod
     def of(a: Allocated) -> Load:
         batch, n = a.batch, len(a.callers)
         caller, queue = read_pairs(a.allocation, batch, a.callers.group)
         readers = np.bincount(queue, minlength=len(batch.queue_id))
-        popping = np.bincount(
-            queue, weights=a.computed_by[caller] == BROKER_POP, minlength=len(batch.queue_id)
-        )
+        by_design = np.isin(a.computed_by[caller], (BROKER_POP, PROXY))
+        popping = np.bincount(queue, weights=by_design, minlength=len(batch.queue_id))
         backlog = batch.params.queue_backlog[queue]
         with np.errstate(divide="ignore"):
             part = 1.0 / readers[queue]

@@ -8,6 +8,8 @@
 - a group whose broker balances (``groups.rebalance`` broker, not orderly): the broker's answer
   (strategies.broker), whatever the client's library; where it answers null the client keeps
   what it had (stage.kept_answers);
+- a group the 5.x proxy balances (``groups.rebalance`` proxy): every readable broker for every
+  client (strategies.proxy); where the proxy's answer fails, the client keeps what it had;
 - a BROADCASTING group: no balancing, every client reads every queue, whatever the strategy;
 - STICKY: the strategy, phase after phase, from the assignment it made before (stage.sticky_memory);
 - a stale_view phase: the stale clients keep what they computed from their old view (stage.stale_views).
@@ -29,6 +31,7 @@ from rmqsim.stage.batches import (
     balancing,
     broadcasting,
     client_libraries,
+    queue_master_alive,
     rows_by_strategy,
     to_batch,
 )
@@ -41,6 +44,7 @@ from rmqsim.strategies import (
     Strategy,
     broker,
     distinct_callers,
+    proxy,
     registry,
     sticky,
 )
@@ -49,8 +53,8 @@ from rmqsim.strategies.go import GO_STRATEGIES
 
 JAVA = schemas.LANGUAGES.index("JAVA")
 GO = schemas.LANGUAGES.index("GO")
-BROKER_PULL, BROKER_POP, BROKER_KEPT = (
-    schemas.PATHS.index(p) for p in ("broker PULL", "broker POP", "broker kept")
+BROKER_PULL, BROKER_POP, BROKER_KEPT, PROXY, PROXY_KEPT = (
+    schemas.PATHS.index(p) for p in ("broker PULL", "broker POP", "broker kept", "proxy", "proxy kept")
 )
 
 
@@ -81,13 +85,12 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     out = []
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
-        on_broker = balanced.by_broker[callers.group]
-        if on_broker.any():
+        if (balanced.by_broker | balanced.by_proxy)[callers.group].any():
             out.append(_on_both_sides(name, rows, batch, callers, libraries, balanced, row_ids))
         else:
             allocation, errors, computed_by = _on_clients(name, rows, batch, callers, libraries)
             out.append(Allocated(name, batch, callers, allocation, errors, row_ids, computed_by))
-    out = with_kept_answers(rows, out, answered_null=BROKER_KEPT)
+    out = with_kept_answers(rows, out, answered_null=(BROKER_KEPT, PROXY_KEPT))
     return with_stale_views(rows, out)
 
 
@@ -113,20 +116,43 @@ def _on_both_sides(
     balanced: Balancing,
     row_ids: np.ndarray,
 ) -> Allocated:
-    """The callers of broker-balanced groups asking the broker, the others computing their own."""
-    on_broker = balanced.by_broker[callers.group]
-    clients, asking = np.flatnonzero(~on_broker), np.flatnonzero(on_broker)
+    """Callers of broker-balanced groups asking the broker, of proxied groups the proxy, the
+    others computing their own share."""
+    g = callers.group
+    sides = {
+        "client": np.flatnonzero(~balanced.by_broker[g] & ~balanced.by_proxy[g]),
+        "broker": np.flatnonzero(balanced.by_broker[g]),
+        "proxy": np.flatnonzero(balanced.by_proxy[g]),
+    }
     errors = np.full(len(callers), None, dtype=object)
     computed_by = np.zeros(len(callers), dtype=np.int64)
-    on_clients, errors[clients], computed_by[clients] = _on_clients(
-        name, rows, batch, callers.take(clients), libraries
-    )
-    answered, errors[asking], computed_by[asking] = _broker_answer(
-        name, batch, callers.take(asking), balanced
-    )
-    parts = [on_clients.select_callers(clients, len(callers)), answered.select_callers(asking, len(callers))]
+    parts = []
+    for side, k in sides.items():
+        if not len(k):
+            continue
+        if side == "client":
+            answered, errors[k], computed_by[k] = _on_clients(name, rows, batch, callers.take(k), libraries)
+        elif side == "broker":
+            answered, errors[k], computed_by[k] = _broker_answer(name, batch, callers.take(k), balanced)
+        else:
+            answered, errors[k], computed_by[k] = _proxy_answer(rows, batch, callers.take(k), balanced)
+        parts.append(answered.select_callers(k, len(callers)))
     allocation = concat_allocations(parts, batch, len(callers))
     return Allocated(name, batch, callers, allocation, errors, row_ids, computed_by)
+
+
+def _proxy_answer(
+    rows: pa.RecordBatch, batch: GroupBatch, callers: Callers, balanced: Balancing
+) -> tuple[Allocation, np.ndarray, np.ndarray]:
+    """The 5.x proxy's answer, whatever the strategy: (allocation, why it failed, computed_by)."""
+    allocation, reason = proxy.answer(
+        batch, callers, orderly=balanced.orderly, master_alive=queue_master_alive(rows, batch)
+    )
+    computed_by = np.where(allocation.null_result, PROXY_KEPT, PROXY)
+    errors = reason.copy()
+    failed = ~np.equal(reason, None)
+    errors[failed] = (proxy.ANSWERS_NULL + pd.Series(reason[failed], dtype=object)).to_numpy()
+    return allocation, errors, computed_by
 
 
 def _broker_answer(

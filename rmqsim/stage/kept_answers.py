@@ -1,4 +1,4 @@
-"""The broker's null answer: a client whose broker answers null keeps what it had.
+"""The broker's null answer (and the proxy's failed one): the client keeps what it had.
 
 QueryAssignmentProcessor answers null for a strategy it does not have (it knows AVG and
 AVG_BY_CIRCLE) and where its allocation throws. The client then keeps its assignment: nothing in
@@ -24,13 +24,13 @@ if TYPE_CHECKING:
 
 
 def with_kept_answers(
-    rows: pa.RecordBatch, allocated: list[Allocated], *, answered_null: int
+    rows: pa.RecordBatch, allocated: list[Allocated], *, answered_null: tuple[int, ...]
 ) -> list[Allocated]:
-    """``answered_null``: the computed_by code of the callers whose broker answered null.
+    """``answered_null``: the computed_by codes of the callers whose broker (or proxy) answered null.
 
     Where strategies are compared, a row's previous phase ran the same strategy; with each
     group's configured one, the previous phase's row runs one strategy, maybe another."""
-    if not any((a.computed_by == answered_null).any() for a in allocated):
+    if not any(np.isin(a.computed_by, answered_null).any() for a in allocated):
         return allocated
     phase = phases_of(rows)
     entity = row_codes(rows, "scenario", "group", "topic")
@@ -42,7 +42,7 @@ def with_kept_answers(
     out = list(allocated)
     for p in np.unique(phase[phase > 0]):
         for i, a in enumerate(out):
-            takers = np.flatnonzero((a.computed_by == answered_null) & (phase[a.callers.group] == p))
+            takers = np.flatnonzero(np.isin(a.computed_by, answered_null) & (phase[a.callers.group] == p))
             if len(takers):
                 holders = [a] if compare[a.callers.group[takers[0]]] else out
                 out[i] = _kept(a, takers, holders, previous_row)

@@ -19,7 +19,8 @@ For a pair (before, after), over the queues present in both phases' mqAll:
   is still there; client c could keep k_c queues, at most hi; keeping up to lo each is free, and
   beyond that the n - m*lo queues left over are the budget, so the most that stay is
   sum(min(k_c, hi, lo)) + min(n - m*lo, sum(max(min(k_c, hi) - lo, 0)));
-  (a BROADCASTING group has only one possible assignment, so there min_moves is moved; where
+  (a BROADCASTING group has only one possible assignment, and a broker-balanced group gets the
+  broker's, so there min_moves is moved; where
   the after assignment leaves a queue unowned or owned twice, min_moves is null);
 - ``consumers_changed``: distinct clients (of either phase) whose owned queues differ.
 
@@ -37,7 +38,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.arrays import as_objects, factorize, lookup_sorted, runs, runs_of, unique_counts
-from rmqsim.stage.batches import broadcasting, has_offsets, phases_of, row_codes, rows_by_strategy
+from rmqsim.stage.batches import balancing, broadcasting, has_offsets, phases_of, row_codes, rows_by_strategy
 from rmqsim.stage.dispatch import Allocated, allocate_rows
 from rmqsim.strategies import GroupBatch, distinct_callers
 from rmqsim.strategies.batch import read_pairs
@@ -254,8 +255,10 @@ def _min_moves(
     kept = (free + np.minimum(budget, beyond)).astype(_I64)
     was_owned = np.bincount(cp, weights=before[0] > 0, minlength=n_pairs).astype(_I64)
     min_moves = np.where(m_after > 0, in_both - kept, was_owned).astype(_I64)
-    # A BROADCASTING group has one possible assignment (everyone reads everything): no better one.
-    listens = broadcasting(rows)
+    # A BROADCASTING group has one possible assignment (everyone reads everything), and the
+    # broker's answer is the broker's, not the clients' to choose: no better one to compare with.
+    balanced = balancing(rows)
+    listens = broadcasting(rows) | balanced.by_broker | balanced.by_proxy
     min_moves = np.where(listens[g_b], moved, min_moves)
     # Where the after assignment leaves a queue with no owner or two (CONFIG, MACHINE_ROOM, duplicate
     # client ids), it is no one-owner assignment to measure against: min_moves is null there.

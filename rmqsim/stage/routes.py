@@ -25,11 +25,14 @@ def java_order(name: str) -> Column:
 
 def broker_facts(brokers: DataFrame, *, by: Sequence[str] = ()) -> DataFrame:
     """One row per broker_name: ``alive`` (an instance is up, so the NameServer still routes it;
-    a null alive counts as up) and ``machine_room`` (the master's where instances disagree)."""
+    a null alive counts as up), ``master_alive`` (its master, id 0, is up: the proxy needs it) and
+    ``machine_room`` (the master's where instances disagree)."""
     alive = F.coalesce(F.col("alive"), F.lit(True))
-    master_room = F.max(F.when(F.col("broker_id") == 0, F.col("machine_room")))
+    master = F.coalesce(F.col("broker_id"), F.lit(0)) == 0
+    master_room = F.max(F.when(master, F.col("machine_room")))
     return brokers.groupBy(*by, "broker_name").agg(
         F.max(alive).alias("alive"),
+        F.coalesce(F.max(master & alive), F.lit(False)).alias("master_alive"),
         F.coalesce(master_room, F.max("machine_room")).alias("machine_room"),
     )
 
@@ -55,6 +58,7 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame, by: Sequence[st
         F.col("broker_name"),
         F.col("read_queue_nums"),
         F.col("machine_room"),
+        F.col("master_alive"),
     )
     queue_data = F.array_sort(F.collect_list(F.when(readable, entry)))  # collect_list drops nulls
     first_per_broker = F.filter(
@@ -71,6 +75,7 @@ def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame, by: Sequence[st
             F.col("route.broker_name").alias("broker_names"),
             F.col("route.read_queue_nums").alias("read_queue_nums"),
             F.col("route.machine_room").alias("broker_rooms"),
+            F.col("route.master_alive").alias("broker_masters"),
         )
     )
 
@@ -251,7 +256,8 @@ def group_routes(
     ``stale_views`` (phases.stale_views) names the clients of a phase that compute from an earlier one.
     """
     skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
-    empty = {c: schemas.GROUP_ROUTES[c].dataType for c in ("broker_names", "read_queue_nums", "broker_rooms")}
+    arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
+    empty = {c: schemas.GROUP_ROUTES[c].dataType for c in arrays}
     last = F.create_map(*[F.lit(x) for kv in sorted(last_phase.items()) for x in kv])[F.col("scenario")]
     return (
         client_lists.join(routes, [*PHASE, "topic"], "left")

@@ -131,7 +131,7 @@ def answer(
     builders = {
         EVERY_QUEUE: lambda sub, _: Allocation.every_queue(batch, sub.group),
         PULL: lambda sub, k: _shares(batch, sub, names[k], np.zeros(len(k), _I64)),
-        POP_ALL: lambda sub, _: _every_broker(batch, sub),
+        POP_ALL: lambda sub, _: every_broker(batch, sub),
         POP_SHARED: lambda sub, k: _shares(batch, sub, names[k], share[k]),
         POP_ONE: lambda sub, _: _one_queue(batch, sub),
     }
@@ -252,7 +252,7 @@ def _first_occurrence(batch: GroupBatch) -> np.ndarray:
     return first[inverse.ravel()].astype(_I64)
 
 
-def _every_broker(batch: GroupBatch, callers: Callers) -> Allocation:
+def every_broker(batch: GroupBatch, callers: Callers) -> Allocation:
     """One (broker, -1) per distinct broker of the caller's mqAll, in mqAll order."""
     queue_group = batch.queue_group
     codes = factorize(batch.queue_broker)

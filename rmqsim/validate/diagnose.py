@@ -16,9 +16,20 @@ simulation runs, on changed copies of the routes. Causes, by code:
   shows without a holder: the client did not answer mqadmin (not a Java client, or unreachable).
 - unknown_strategy: the clients run another strategy than the configured one: the detail names
   the RocketMQ strategies whose assignment is the observed one, or says none is.
+- other_library: every client of the group computing its share with one client library's code
+  (the Go client's, or rocketmq-client-cpp's, which the Python and Node.js clients are built on;
+  the Java client's where the snapshot names another library) gives the observed assignment, and
+  the snapshot's ``consumers.language`` does not say so.
+- broker_balanced: the broker's answer (QueryAssignmentProcessor, PULL) is the observed
+  assignment: the group balances on the broker (clientRebalance off), which ``groups.rebalance``
+  does not say. For a strategy the broker lacks it answers null and the clients hold nothing. POP
+  is not tried: consumerProgress shows no holder for a queue a client pops.
 - stale_view: the observed holders hold their share of the configured strategy for a nearby view
   (one more client, at some place in cidAll; one client less; one broker less; queues the route
   lacks), while the others hold their share of the captured view.
+
+Every answer, the configured one included, is the simulation's for the snapshot as it is (its
+``client_languages`` and ``balancing``), except where a cause tries another library or the broker.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from rmqsim.arrays import as_objects
 from rmqsim.javaorder import java_key
 from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.strategies import ROCKETMQ_STRATEGIES, STRATEGIES
+from rmqsim.strategies import broker as broker_side
 
 ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
 PHANTOM = "<unlisted client>"
@@ -42,6 +54,17 @@ PHANTOM = "<unlisted client>"
 POSITIONAL = ("AVG", "AVG_BY_CIRCLE", "MACHINE_ROOM")
 # Beyond this a group's nearby views are not searched (each is one allocation of every topic).
 MAX_CLIENTS, MAX_QUEUES = 64, 4096
+# The client libraries other_library tries, each for every client of the group, with how a detail
+# names them. CPP stands for PYTHON and NODE_JS too: they run rocketmq-client-cpp's code. JAVA is
+# tried only where the snapshot names another library for some client.
+LIBRARIES = {
+    "JAVA": "the Java client",
+    "GO": "the Go client (rocketmq-client-go)",
+    "CPP": "rocketmq-client-cpp (the C++ client, and the Python and Node.js clients built on it)",
+}
+# schemas.BALANCING for a group the broker balances, answering PULL requests.
+BROKER_PULL = {"rebalance": "BROKER", "pop": False, "pop_share_queue_num": -1, "consume_orderly": False}
+KEEP = object()  # owners_of: the rows' own value
 
 Queue = tuple[str, str, int]  # (topic, broker_name, queue_id)
 Owners = dict[Queue, set[str]]
@@ -82,8 +105,13 @@ def match_count(observed: Mapping[Queue, Holder], owners: Owners) -> int:
     return sum(holds(h, owners.get(q, ())) for q, h in observed.items())
 
 
-def owners_of(rows: Sequence[dict], strategy: str) -> Owners:
-    """Every queue's owners when the group's clients run ``strategy`` over ``rows``."""
+def owners_of(
+    rows: Sequence[dict], strategy: str, *, library: str | None = None, balancing: object = KEEP
+) -> Owners:
+    """Every queue's owners when the group runs ``strategy`` over ``rows``: as the simulation does,
+    each client with its library (``client_languages``) and the group balanced as ``balancing``
+    says; or every client running ``library``'s code, or with ``balancing`` (schemas.BALANCING;
+    None: the clients balance) instead of the rows' own."""
     runs = [
         {
             **r,
@@ -92,8 +120,10 @@ def owners_of(rows: Sequence[dict], strategy: str) -> Owners:
             "compare": False,
             "stale_clients": None,
             "view_phase": None,
-            "client_languages": None,  # the configured strategy as a Java client runs it
-            "balancing": None,
+            "client_languages": (
+                r.get("client_languages") if library is None else [library] * len(r["client_ids"])
+            ),
+            "balancing": r.get("balancing") if balancing is KEEP else balancing,
         }
         for r in rows
     ]
@@ -148,18 +178,29 @@ class View:
 
 
 def _with_clients(rows: Sequence[dict], change) -> list[dict]:
+    """The rows with their clients changed by ``change``, over (id, room, CONFIG list, library)
+    tuples; an added client (PHANTOM's) has none of the last three (its library: JAVA)."""
     out = []
     for r in rows:
-        triples = list(
-            zip(r["client_ids"], r["client_rooms"], r["client_configs"] or [None] * len(r["client_ids"]))
+        n = len(r["client_ids"])
+        languages = r.get("client_languages")
+        clients = change(
+            list(
+                zip(
+                    r["client_ids"],
+                    r["client_rooms"],
+                    r["client_configs"] or [None] * n,
+                    languages or [None] * n,
+                )
+            )
         )
-        triples = change(triples)
         out.append(
             {
                 **r,
-                "client_ids": [t[0] for t in triples],
-                "client_rooms": [t[1] for t in triples],
-                "client_configs": None if r["client_configs"] is None else [t[2] for t in triples],
+                "client_ids": [c[0] for c in clients],
+                "client_rooms": [c[1] for c in clients],
+                "client_configs": None if r["client_configs"] is None else [c[2] for c in clients],
+                "client_languages": None if languages is None else [c[3] for c in clients],
             }
         )
     return out
@@ -194,7 +235,7 @@ def nearby_views(rows: Sequence[dict], observed: Mapping[Queue, Holder], strateg
             views.append(
                 View(
                     f"one more client, {_ordinal(k + 1)} in cidAll",
-                    _with_clients(rows, lambda t, k=k: t[:k] + [(PHANTOM, None, None)] + t[k:]),
+                    _with_clients(rows, lambda t, k=k: t[:k] + [(PHANTOM, None, None, None)] + t[k:]),
                     phantom=True,
                 )
             )
@@ -355,20 +396,11 @@ def _mismatch(
         causes.append(
             Cause("unknown_strategy", f"the configured strategy {strategy!r} is not one rmqsim knows")
         )
-    others = [
-        s
-        for s in ROCKETMQ_STRATEGIES
-        if s != strategy and runnable(s, rows) and match_count(observed, owners_of(rows, s)) == len(observed)
-    ]
-    if others:
-        causes.append(
-            Cause(
-                "unknown_strategy",
-                f"the observed assignment is {' and '.join(others)}'s, not {strategy}'s: the clients run "
-                f"{others[0]} (import with --strategy {case.group}={others[0]})",
-            )
-        )
-        return causes
+    explained = _other_strategy(case) + (
+        _other_library(case) + _broker(case) if strategy in STRATEGIES else []
+    )
+    if explained:
+        return causes + explained
     small = len(listed) <= MAX_CLIENTS and len(observed) <= MAX_QUEUES
     found = (
         stale_view(rows, observed, strategy, current, missing) if small and strategy in STRATEGIES else None
@@ -388,9 +420,9 @@ def _mismatch(
         causes.append(
             Cause(
                 "unknown_strategy",
-                "the observed assignment is none of RocketMQ's strategies on the captured view, nor "
-                f"{strategy}'s on a view one change away: a custom strategy, or a change this check "
-                "cannot rebuild"
+                "the observed assignment is none of RocketMQ's strategies on the captured view (nor "
+                f"{strategy} in one client library for every client, or on the broker), nor {strategy}'s on "
+                "a view one change away: a custom strategy, or a change this check cannot rebuild"
                 + (
                     ""
                     if small
@@ -399,3 +431,82 @@ def _mismatch(
             )
         )
     return causes
+
+
+def _other_strategy(case: GroupCase) -> list[Cause]:
+    """unknown_strategy, where one of RocketMQ's other strategies gives the observed assignment."""
+    rows, observed, strategy = case.rows, case.observed, case.strategy
+    others = [
+        s
+        for s in ROCKETMQ_STRATEGIES
+        if s != strategy and runnable(s, rows) and match_count(observed, owners_of(rows, s)) == len(observed)
+    ]
+    if not others:
+        return []
+    return [
+        Cause(
+            "unknown_strategy",
+            f"the observed assignment is {' and '.join(others)}'s, not {strategy}'s: the clients run "
+            f"{others[0]} (import with --strategy {case.group}={others[0]})",
+        )
+    ]
+
+
+def languages_of(rows: Sequence[dict]) -> set[str]:
+    """The libraries the snapshot names for the group's clients (null: JAVA), normalised."""
+    return {
+        (language or "JAVA").strip().upper()
+        for r in rows
+        for language in (r.get("client_languages") or [None] * len(r["client_ids"]))
+    }
+
+
+def _other_library(case: GroupCase) -> list[Cause]:
+    """other_library, where every client computing its own share with one library's code gives the
+    observed assignment (the simulated one, which does not, already uses the snapshot's libraries)."""
+    rows, observed, strategy = case.rows, case.observed, case.strategy
+    named = languages_of(rows)
+    tried = [lib for lib in LIBRARIES if lib != "JAVA" or named - {"JAVA"}]
+    found = [
+        lib
+        for lib in tried
+        if match_count(observed, owners_of(rows, strategy, library=lib, balancing=None)) == len(observed)
+    ]
+    if not found:
+        return []
+    what = " or ".join(f"{LIBRARIES[lib]} ({lib})" for lib in found)
+    now = ", ".join(sorted(named))
+    return [
+        Cause(
+            "other_library",
+            f"the observed assignment is {strategy} as every client computes it with {what}, not with the "
+            f"library the snapshot names ({now}): set consumers.language to {found[0]} for the group's "
+            "clients (import-mqadmin copies consumerConnection's Language column)",
+        )
+    ]
+
+
+def _broker(case: GroupCase) -> list[Cause]:
+    """broker_balanced, where the broker's PULL answer gives the observed assignment."""
+    rows, observed, strategy, group = case.rows, case.observed, case.strategy, case.group
+    if match_count(observed, owners_of(rows, strategy, balancing=BROKER_PULL)) != len(observed):
+        return []
+    answer = (
+        f"its {strategy} share, in Java order, whatever the client's library"
+        if strategy in broker_side.INNER
+        else f"null (it has no {strategy}, only {' and '.join(broker_side.INNER)}), so the clients hold "
+        "nothing"
+    )
+    given = [r["balancing"] for r in rows if r.get("balancing")]
+    hint = f"--rebalance {group}=broker"
+    if any(b["pop"] for b in given):
+        hint += f" --request-mode {group}=PULL"
+    if any(b["consume_orderly"] for b in given):
+        hint += " and groups.consume_orderly false (an orderly group balances on the client)"
+    return [
+        Cause(
+            "broker_balanced",
+            f"the observed assignment is the broker's: the group balances on the broker (clientRebalance "
+            f"off; QueryAssignmentProcessor answers each client {answer}): import with {hint}",
+        )
+    ]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 
 from rmqsim import metrics, schemas, simulate
 from rmqsim.config import SimulateConfig
@@ -36,6 +37,9 @@ KEYS = ["group", "topic", "broker_name", "queue_id"]
 # The diagnosis runs on the driver, per group: the worst-matching groups first, at most this many,
 # so that a fleet where every group mismatches (a wrong --strategy, say) is not collected whole.
 MAX_DIAGNOSED = 500
+# The routes' balancing struct with nullable fields: toArrow cannot cast a null struct whose fields
+# are not nullable (its children hold nulls there), and most groups' balancing is null.
+BALANCING_OR_NULL = StructType([StructField(f.name, f.dataType, True) for f in schemas.BALANCING.fields])
 
 
 @dataclass(frozen=True)
@@ -197,8 +201,10 @@ def _cases(
 ) -> list[diagnose.GroupCase]:
     """The flagged groups' routes (of the topics observed) and observed holders, on the driver."""
     observed_topics = queues.where(F.col("in_progress")).select("group", "topic").distinct()
-    flagged = observed_routes.where(F.col("group").isin(groups)).join(
-        observed_topics, ["group", "topic"], "left_semi"
+    flagged = (
+        observed_routes.where(F.col("group").isin(groups))
+        .join(observed_topics, ["group", "topic"], "left_semi")
+        .withColumn("balancing", F.col("balancing").cast(BALANCING_OR_NULL))
     )
     by_group: dict[str, list[dict]] = {g: [] for g in groups}
     for row in flagged.toArrow().to_pylist():
