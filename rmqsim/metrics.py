@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from rmqsim import schemas
+from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -192,6 +193,15 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
             # As the snapshot is (phase 0): how many clients it has, and how many its biggest topic can use.
             F.max(F.when(F.col("phase") == 0, F.col("consumer_count"))).alias("consumers"),
             F.max(F.when(F.col("phase") == 0, F.col("queue_count"))).alias("most_queues"),
+            # The snapshot another way (stage.alternatives): in POP, and on one library.
+            F.max(F.when(F.col("phase") == 0, F.col("pop_idle_consumers"))).alias("pop_idle_consumers"),
+            F.max(F.when(F.col("phase") == 0, F.col("pop_max_message_share"))).alias("pop_max_message_share"),
+            *[
+                (F.sum(F.when(F.col("phase") == 0, F.col(c))) / F.countDistinct("scenario"))
+                .cast("long")
+                .alias(c)
+                for c in ("one_library_multi_owned", "one_library_unassigned")
+            ],
         )
         .withColumn(
             "eligible",
@@ -205,6 +215,13 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
     eligible = lambda c: F.when(F.col("eligible"), c)  # noqa: E731  (min and min_by skip nulls)
     best = F.min_by(F.col("strategy"), eligible(F.struct(balance, F.col("moved"), F.col("strategy"))))
     fewest = F.min_by(F.col("strategy"), eligible(F.struct(F.col("moved"), balance, F.col("strategy"))))
+    # One library's figures are the best-balanced strategy's (they depend on the strategy).
+    one_library = per_strategy.select(
+        "group",
+        F.col("strategy").alias("best_balance"),
+        "one_library_multi_owned",
+        "one_library_unassigned",
+    )
     return (
         per_strategy.groupBy("group")
         .agg(
@@ -214,7 +231,10 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
             F.min(eligible(F.col("moved"))).alias("fewest_moved"),
             F.max("consumers").alias("consumers"),
             F.max("most_queues").alias("most_queues"),
+            F.max("pop_idle_consumers").alias("pop_idle_consumers"),
+            F.max("pop_max_message_share").alias("pop_max_message_share"),
         )
+        .join(one_library, ["group", "best_balance"], "left")
         .select(
             "group",
             "best_balance",
@@ -225,6 +245,13 @@ def recommendation(group_metrics: DataFrame, consumer_load: DataFrame, movement:
             "fewest_moved",
             "consumers",
             F.least("consumers", "most_queues").alias("useful_consumers"),
+            F.when(F.col("pop_idle_consumers").isNotNull(), F.lit(POP_SHARE_QUEUE_NUM)).alias(
+                "pop_share_queue_num"
+            ),
+            "pop_idle_consumers",
+            "pop_max_message_share",
+            "one_library_multi_owned",
+            "one_library_unassigned",
         )
         .orderBy("group")
     )

@@ -282,6 +282,13 @@ GROUP_METRIC_FIELDS = (
     StructField("max_message_share", DOUBLE, True),
     StructField("mean_message_share", DOUBLE, True),
     StructField("message_share_max_over_mean", DOUBLE, True),
+    # What the group would get another way (phase 0, null where it does not apply): in POP with
+    # pop_share_queue_num 1, where it has more clients than queues; every client on Java's code,
+    # where its clients run different libraries.
+    StructField("pop_idle_consumers", LONG, True),
+    StructField("pop_max_message_share", DOUBLE, True),
+    StructField("one_library_multi_owned", LONG, True),
+    StructField("one_library_unassigned", LONG, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])

@@ -392,3 +392,12 @@ def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path) -
     }
     assert got == {("u", c, "broker-a", -1, "proxy") for c in ("c0", "c1")}
     assert spark.read.parquet(str(out / "rejects")).count() == 0
+
+
+def test_a_group_with_idle_clients_is_told_what_pop_would_give() -> None:
+    # AVG, 4 queues, 6 clients: c4 and c5 idle. In POP with pop_share_queue_num 1 (6 > 4 queues)
+    # client i reads q[i % 4]: q0 c0 c4, q1 c1 c5, q2 c2, q3 c3: nobody idle; c2 and c3 each read a
+    # whole queue alone, the busiest share (1.0); c0, c1, c4, c5 half a queue each.
+    rows = _clients([route(brokers={"b": 4}, clients=[f"c{i}" for i in range(6)], strategies=["AVG"])])
+    first = rows[rows.first_in_group].iloc[0]
+    assert (first.idle_consumers, first.pop_idle_consumers, first.pop_max_message_share) == (2, 0, 1.0)

@@ -160,3 +160,23 @@ def test_go_records_round_trip_through_spark(spark, tmp_path) -> None:
     assert np.unique([r["strategy"] for r in recs]).tolist() == sorted(
         ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY"]
     )
+
+
+def test_a_mixed_group_is_told_what_one_library_would_give() -> None:
+    # The Java/Go CONSISTENT_HASH group above: 3 queues read twice and 1 by nobody. With every
+    # client on Java's code, each queue has exactly its Java ring owner (q0 c, q1 b, q2 a, q3 a,
+    # q4 b, q5 b): none read twice, none by nobody. An all-Java group gets no such figure.
+    rows = _clients(
+        brokers={"b": 6},
+        clients=["a", "b", "c"],
+        client_languages=["JAVA", "GO", "JAVA"],
+        strategies=["CONSISTENT_HASH"],
+        virtual_node_cnt=1,
+    )
+    first = rows[rows.first_in_group].iloc[0]
+    assert (first.multi_owned_queues, first.unassigned_queues) == (3, 1)
+    assert (first.one_library_multi_owned, first.one_library_unassigned) == (0, 0)
+    java = _clients(brokers={"b": 6}, clients=["a", "b"], strategies=["CONSISTENT_HASH"], virtual_node_cnt=1)
+    assert java[java.first_in_group].iloc[0].one_library_multi_owned is None or np.isnan(
+        java[java.first_in_group].iloc[0].one_library_multi_owned
+    )

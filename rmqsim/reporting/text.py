@@ -76,6 +76,10 @@ RECOMMENDATION_COLUMNS = (
     ("fewest_moved", "its queues moved"),
     ("consumers", "consumers"),
     ("useful_consumers", "useful (<= queues)"),
+    ("pop_share_queue_num", "POP share"),
+    ("pop_max_message_share", "its max share"),
+    ("one_library_multi_owned", "one library: read twice"),
+    ("one_library_unassigned", "by none"),
 )
 
 

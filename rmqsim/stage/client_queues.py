@@ -18,7 +18,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from rmqsim import schemas
 from rmqsim.arrays import take
 from rmqsim.stage import skew
-from rmqsim.stage.batches import has_offsets, row_codes
+from rmqsim.stage.alternatives import alternatives
+from rmqsim.stage.batches import balancing, broadcasting, has_offsets, phases_of, row_codes
 from rmqsim.stage.dispatch import BROKER_POP, PROXY, Allocated, allocate_rows
 from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, read_pairs
 
@@ -33,9 +34,20 @@ def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
     allocated = allocate_rows(rows)
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
+    balanced = balancing(rows)
+    on_client = ~balanced.by_broker & ~balanced.by_proxy & ~broadcasting(rows)
+    phase = phases_of(rows)
     for a in allocated:
         load = Load.of(a)
         group_columns = _group_metric_columns(a, load, offsets_known)
+        consumers = np.bincount(a.callers.group, minlength=a.batch.n_groups)
+        other = alternatives(a, phase, on_client, consumers)
+        group_columns += [
+            _longs(np.nan_to_num(other.pop_idle_consumers), np.isnan(other.pop_idle_consumers)),
+            _doubles(other.pop_max_message_share, np.isnan(other.pop_max_message_share)),
+            _longs(np.nan_to_num(other.one_library_multi_owned), np.isnan(other.one_library_multi_owned)),
+            _longs(np.nan_to_num(other.one_library_unassigned), np.isnan(other.one_library_unassigned)),
+        ]
         out.append(_client_rows(rows, a, load, group_columns, group_code, offsets_known))
         clientless = a.rows[a.batch.client_counts[a.rows] == 0]
         if len(clientless):
