@@ -115,6 +115,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         last_phase=last_phase,
         offsets=staged.offsets,
         stale_views=stale_views,
+        masters=balancing,
     )
     absent = {
         "backlogs": staged.offsets is None,

@@ -246,6 +246,7 @@ def group_routes(
     last_phase: dict[str, int],
     offsets: DataFrame | None = None,
     stale_views: DataFrame | None = None,
+    masters: bool = True,
 ) -> DataFrame:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists and
     routes: a group's clients beside its topic's route; when strategies are compared, those the
@@ -254,6 +255,7 @@ def group_routes(
     A topic that a step left without any QueueData keeps its clients, with an empty route: the
     client then throws "mqAll is null or mqAll empty", which is what a user must see.
     ``stale_views`` (phases.stale_views) names the clients of a phase that compute from an earlier one.
+    ``masters``: keep ``broker_masters`` (null otherwise).
     """
     skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
@@ -279,6 +281,10 @@ def group_routes(
                 "strategies": F.filter("strategies", lambda s: ~skip(s)),
                 "last_phase": last.cast("int"),
             }
+        )
+        .transform(
+            # Only the proxy reads whether a broker's master is up: null unless a group may need it.
+            lambda df: df if masters else df.withColumn("broker_masters", F.lit(None).cast("array<boolean>"))
         )
         .select(*schemas.GROUP_ROUTES.fieldNames())
     )
