@@ -105,6 +105,12 @@ GROUPS = {
         ["coupons"],
         [(f"10.0.11.{i}@9400", "hz-b") for i in range(1, 5)],
     ),
+    # 5.x gRPC clients through the proxy: every client reads every broker, the work split per message.
+    "feed-reader": (
+        {"strategy": "AVG", "rebalance": "proxy"},
+        ["user-events"],
+        [(f"10.0.13.{i}@grpc-{i}", "hz-a") for i in range(1, 4)],
+    ),
     # Six clients on notifications' four queues: two sit idle (a scenario moves the group to POP).
     "sms-sender": (
         {"strategy": "AVG"},

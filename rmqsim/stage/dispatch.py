@@ -86,7 +86,7 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
     for name, row_ids in rows_by_strategy(rows).items():
         callers = everyone.take(np.isin(everyone.group, row_ids))
         if (balanced.by_broker | balanced.by_proxy)[callers.group].any():
-            out.append(_on_both_sides(name, rows, batch, callers, libraries, balanced, row_ids))
+            out.append(_by_side(name, rows, batch, callers, libraries, balanced, row_ids))
         else:
             allocation, errors, computed_by = _on_clients(name, rows, batch, callers, libraries)
             out.append(Allocated(name, batch, callers, allocation, errors, row_ids, computed_by))
@@ -107,7 +107,7 @@ def _on_clients(
     return allocation, errors, library
 
 
-def _on_both_sides(
+def _by_side(
     name: str,
     rows: pa.RecordBatch,
     batch: GroupBatch,
