@@ -44,6 +44,15 @@ def virtual_node_counts(batch: GroupBatch) -> np.ndarray:
     return np.asarray(counts, dtype=_I64)
 
 
+def ring_too_large(virtual_nodes: np.ndarray, clients: np.ndarray) -> list[str]:
+    """rmqsim's refusal of rings over MAX_RING_NODES, one message per caller (either client's ring)."""
+    return [
+        f"{RMQSIM_REFUSES} a ring of more than {MAX_RING_NODES:,} nodes: "
+        f"virtualNodeCnt {n} for {c} clients is {n * c:,}"
+        for n, c in zip(virtual_nodes.tolist(), clients.tolist(), strict=True)
+    ]
+
+
 def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """The constructor's IllegalArgumentException for virtualNodeCnt < 0, and the
     NullPointerException that ConsistentHashRouter hits when cidAll holds a null id before its last
@@ -55,11 +64,7 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     v = counts[callers.group]
     clients = batch.client_counts[callers.group]
     huge = np.flatnonzero((v * clients > MAX_RING_NODES) & (v > 0))
-    errors[huge] = [
-        f"{RMQSIM_REFUSES} a ring of more than {MAX_RING_NODES:,} nodes: "
-        f"virtualNodeCnt {n} for {c} clients is {n * c:,}"
-        for n, c in zip(v[huge].tolist(), clients[huge].tolist(), strict=True)
-    ]
+    errors[huge] = ring_too_large(v[huge], clients[huge])
 
     group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
     not_last = np.arange(len(group), dtype=_I64) < batch.client_offsets[group + 1] - 1

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rmqsim.arrays import take, within_runs
-from rmqsim.strategies.batch import RMQSIM_REFUSES, Allocation, Callers, GroupBatch
-from rmqsim.strategies.consistent_hash import MAX_RING_NODES, virtual_node_counts
+from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
+from rmqsim.strategies.consistent_hash import MAX_RING_NODES, ring_too_large, virtual_node_counts
 from rmqsim.strategies.go_client import distinct_go_bytes, returns_nil
 
 NAME = "CONSISTENT_HASH"
@@ -42,11 +42,7 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     clients = batch.client_counts[callers.group]
     reached = ~returns_nil(batch, callers)  # a nil return comes first and builds no ring
     huge = np.flatnonzero((v * clients > MAX_RING_NODES) & (v > 0) & reached)
-    errors[huge] = [
-        f"{RMQSIM_REFUSES} a ring of more than {MAX_RING_NODES:,} nodes: "
-        f"virtualNodeCnt {n} for {c} clients is {n * c:,}"
-        for n, c in zip(v[huge].tolist(), clients[huge].tolist(), strict=True)
-    ]
+    errors[huge] = ring_too_large(v[huge], clients[huge])
     errors[(v == 0) & reached] = ZERO_REPLICAS_PANIC
     return errors
 

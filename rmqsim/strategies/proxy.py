@@ -12,15 +12,16 @@ nothing and the client keeps what it had (``null_result``).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from rmqsim.arrays import take
+from rmqsim.arrays import as_objects, take
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, concat_allocations
 from rmqsim.strategies.broker import every_broker
 
 NAME = "PROXY"
 # How group_metrics.error reports a failed answer: the client keeps what it had.
 ANSWERS_NULL = "the proxy's answer fails, so the client keeps what it had: "
-NO_MASTER = "broker '{}' is alive only through a slave"
+NO_MASTER_BEFORE, NO_MASTER_AFTER = "broker '", "' is alive only through a slave"
 
 
 def answer(
@@ -36,8 +37,9 @@ def answer(
     reason = np.full(len(callers), None, dtype=object)
     first_dead = np.full(batch.n_groups, -1, dtype=np.int64)
     first_dead[batch.queue_group[dead][::-1]] = dead[::-1]  # the first dead queue of each group
-    for k in np.flatnonzero(failed[g]):  # only the callers of a failing group
-        reason[k] = NO_MASTER.format(take(batch.queue_broker, np.array([first_dead[g[k]]]))[0])
+    k = np.flatnonzero(failed[g])
+    brokers = pd.Series(as_objects(take(batch.queue_broker, first_dead[g[k]])), dtype=object)
+    reason[k] = (NO_MASTER_BEFORE + brokers + NO_MASTER_AFTER).to_numpy()
     ok = np.flatnonzero(~failed[g])
     per_queue = np.flatnonzero(orderly[g[ok]])
     per_broker = np.flatnonzero(~orderly[g[ok]])
