@@ -113,6 +113,51 @@ def parser() -> argparse.ArgumentParser:
         help="write a CONFIG list for every client (queue_config table)",
     )
 
+    def _range(text: str) -> tuple[int, int]:
+        low, colon, high = text.partition(":")
+        try:
+            bounds = (int(low), int(high if colon else low))
+        except ValueError:
+            bounds = (0, 0)
+        if not 1 <= bounds[0] <= bounds[1]:
+            raise argparse.ArgumentTypeError(
+                f"expected MIN:MAX (or N), whole numbers with 1 <= MIN <= MAX, got {text!r}"
+            )
+        return bounds
+
+    shape = gen.add_argument_group(
+        "fleet shape",
+        "Each MIN:MAX range (N for exactly N) draws a value n with weight 1/n, small commoner than "
+        "big; an option left out keeps the default spread. The many-small-groups fleet: "
+        "--queues-per-topic 8:96 --brokers-per-topic 2:6 --groups-per-topic 1:3 --clients-per-group 2:12",
+    )
+    shape.add_argument(
+        "--queues-per-topic",
+        type=_range,
+        metavar="MIN:MAX",
+        help="readable queues of each topic in all, split evenly over its brokers "
+        "(default: 2 to 64 per broker)",
+    )
+    shape.add_argument(
+        "--brokers-per-topic",
+        type=_range,
+        metavar="MIN:MAX",
+        help="distinct brokers each topic is on, at most --brokers (default: 1 to 4)",
+    )
+    shape.add_argument(
+        "--groups-per-topic",
+        type=_range,
+        metavar="MIN:MAX",
+        help="groups reading each topic, each of them reading only that topic "
+        "(default: groups read 1 to 3 topics, popular topics many groups)",
+    )
+    shape.add_argument(
+        "--clients-per-group",
+        type=_range,
+        metavar="MIN:MAX",
+        help="clients of each group, instead of --mean-clients",
+    )
+
     imp = sub.add_parser(
         "import-mqadmin", help="turn saved mqadmin outputs into a snapshot, with the observed assignment"
     )
@@ -231,6 +276,10 @@ def _generate(args: argparse.Namespace) -> int:
         mean_clients=args.mean_clients,
         room_broker_names=args.room_broker_names,
         queue_config=args.queue_config,
+        queues_per_topic=args.queues_per_topic,
+        brokers_per_topic=args.brokers_per_topic,
+        groups_per_topic=args.groups_per_topic,
+        clients_per_group=args.clients_per_group,
     )
     counts = write.write_snapshot(synthetic.generate(fleet), args.out)
     print(", ".join(f"{table}: {n} rows" for table, n in counts.items()) + f" in {args.out}")

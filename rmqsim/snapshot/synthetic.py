@@ -1,6 +1,12 @@
 """Synthetic fleets: brokers in machine rooms, topics with a skewed spread of queue counts, and
 consumer groups reading one to three topics, deterministic for a seed.
 
+The fleet's shape can be set instead, each part as a (MIN, MAX) range (FleetSpec's
+``queues_per_topic``, ``brokers_per_topic``, ``groups_per_topic``, ``clients_per_group``; for
+example the many-small-groups fleet: topics of 8 to 96 queues on 2 to 6 brokers, read by 1 to 3
+groups of 2 to 12 clients each). A part left unset keeps the default spread, and with none set the
+fleet is the same as before these options existed, for the same seed.
+
 Everything is drawn with numpy in bulk, so millions of queue assignments take seconds; tables are
 written with pyarrow (no Spark needed) in the snapshot layout of docs/CONTRACT.md, section 1.
 """
@@ -13,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from rmqsim import schemas
+from rmqsim.errors import InputError
 from rmqsim.snapshot.write import arrow_table
 from rmqsim.strategies import STRATEGIES
 
@@ -37,6 +44,9 @@ TOPIC_WORDS = (
     "metrics",
 )
 
+Range = tuple[int, int]  # inclusive (MIN, MAX)
+SHAPE = ("queues_per_topic", "brokers_per_topic", "groups_per_topic", "clients_per_group")
+
 
 @dataclass(frozen=True)
 class FleetSpec:
@@ -48,6 +58,65 @@ class FleetSpec:
     strategies: tuple[str, ...] = ("AVG", "AVG_BY_CIRCLE")
     room_broker_names: bool = False  # "hz-a@broker-00", as fleets using MACHINE_ROOM name them
     queue_config: bool = False  # a CONFIG list for every client (dealt round-robin)
+    # The shape: each an inclusive (MIN, MAX) range, a value n drawn with weight 1/n (small topics
+    # and groups commoner than big ones, as in real fleets); None keeps the default spread.
+    queues_per_topic: Range | None = None  # readable queues of a topic in all, split over its brokers
+    brokers_per_topic: Range | None = None  # distinct brokers a topic is on (at most ``brokers``)
+    groups_per_topic: Range | None = None  # groups reading a topic; each such group reads only it
+    clients_per_group: Range | None = None  # clients of a group, instead of ``mean_clients``
+
+    def __post_init__(self) -> None:
+        for name in SHAPE:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _checked_range(name, value))
+        if self.brokers_per_topic and self.brokers_per_topic[1] > self.brokers:
+            raise InputError(
+                "arguments",
+                _flag("brokers_per_topic"),
+                f"up to {self.brokers_per_topic[1]} brokers per topic, but the fleet has "
+                f"{self.brokers} (--brokers)",
+            )
+        if self.queues_per_topic and self.brokers_per_topic:
+            if self.queues_per_topic[0] < self.brokers_per_topic[0]:
+                raise InputError(
+                    "arguments",
+                    _flag("queues_per_topic"),
+                    f"a topic of {self.queues_per_topic[0]} queues cannot be on "
+                    f"{self.brokers_per_topic[0]} brokers (--brokers-per-topic): every broker of a "
+                    "topic has a queue",
+                )
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _checked_range(name: str, value: object) -> Range:
+    try:
+        low, high = (int(v) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        low, high = 0, 0
+    if not 1 <= low <= high:
+        raise InputError("arguments", _flag(name), f"expected (MIN, MAX) with 1 <= MIN <= MAX, got {value!r}")
+    return low, high
+
+
+def _values(bounds: Range) -> tuple[np.ndarray, np.ndarray]:
+    """The values of a range and their probabilities, each proportional to 1/value."""
+    values = np.arange(bounds[0], bounds[1] + 1)
+    weights = 1.0 / values
+    return values, weights / weights.sum()
+
+
+def _mean(bounds: Range) -> float:
+    values, p = _values(bounds)
+    return float(values @ p)
+
+
+def _draw(rng: np.random.Generator, bounds: Range, n: int) -> np.ndarray:
+    values, p = _values(bounds)
+    return rng.choice(values, n, p=p)
 
 
 def room_names(n: int) -> list[str]:
@@ -73,17 +142,38 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
         },
     )
 
-    mean_queues = BROKERS_PER_TOPIC.clip(max=n_b).mean() * QUEUES_PER_BROKER.mean()
-    mean_subs = TOPICS_PER_GROUP.mean()
-    n_groups = max(1, round(spec.assignments / (mean_queues * mean_subs)))
-    n_topics = max(3, n_groups // 2)
+    # Sizes: about spec.assignments (queue, group) pairs, from the mean queues per topic.
+    if spec.queues_per_topic:
+        mean_queues = _mean(spec.queues_per_topic)
+    elif spec.brokers_per_topic:
+        mean_queues = _mean(spec.brokers_per_topic) * QUEUES_PER_BROKER.mean()
+    else:
+        mean_queues = BROKERS_PER_TOPIC.clip(max=n_b).mean() * QUEUES_PER_BROKER.mean()
+    if spec.groups_per_topic:
+        n_topics = max(1, round(spec.assignments / (mean_queues * _mean(spec.groups_per_topic))))
+    else:
+        mean_subs = TOPICS_PER_GROUP.mean()
+        n_groups = max(1, round(spec.assignments / (mean_queues * mean_subs)))
+        n_topics = max(3, n_groups // 2)
 
-    # Topics: each on a few distinct brokers, with a queue count per broker.
-    k = np.minimum(rng.choice(BROKERS_PER_TOPIC, n_topics), n_b)
+    # Topics: each on a few distinct brokers, with a queue count per broker (or one per topic,
+    # split evenly over its brokers, the first few by the random order one more).
+    if spec.brokers_per_topic:
+        k = _draw(rng, spec.brokers_per_topic, n_topics)
+    else:
+        k = np.minimum(rng.choice(BROKERS_PER_TOPIC, n_topics), n_b)
+    if spec.queues_per_topic:
+        total = _draw(rng, spec.queues_per_topic, n_topics)
+        k = np.minimum(k, total)  # every broker of a topic has a queue
     tq_topic = np.repeat(np.arange(n_topics), k)
     order = np.argsort(rng.random((n_topics, n_b)), axis=1)  # a random broker order per topic
-    tq_broker = order[tq_topic, np.arange(len(tq_topic)) - np.repeat(np.cumsum(k) - k, k)]
-    read = rng.choice(QUEUES_PER_BROKER, len(tq_topic)).astype(np.int32)
+    nth = np.arange(len(tq_topic)) - np.repeat(np.cumsum(k) - k, k)  # the broker's place in its topic
+    tq_broker = order[tq_topic, nth]
+    if spec.queues_per_topic:
+        share, rest = np.divmod(total, k)
+        read = (share[tq_topic] + (nth < rest[tq_topic])).astype(np.int32)
+    else:
+        read = rng.choice(QUEUES_PER_BROKER, len(tq_topic)).astype(np.int32)
     shrinking = rng.random(len(read)) < 0.03  # mid-shrink: writes already cut, reads not yet
     write = np.where(shrinking, np.maximum(read // 2, 1), read).astype(np.int32)
     perm = np.where(rng.random(len(read)) < 0.02, 4, 6).astype(np.int32)  # a few read-only
@@ -101,17 +191,28 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
         },
     )
 
-    # Groups: popular topics (Zipf-like) are read by many groups.
-    popularity = 1.0 / np.arange(1, n_topics + 1) ** 0.6
-    popularity = rng.permutation(popularity / popularity.sum())
-    subs = rng.choice(TOPICS_PER_GROUP, n_groups)
-    sub_group = np.repeat(np.arange(n_groups), subs)
-    sub_topic = rng.choice(n_topics, len(sub_group), p=popularity)
-    pairs = np.unique(sub_group * n_topics + sub_topic)  # a group reads a topic once
-    sub_group, sub_topic = pairs // n_topics, pairs % n_topics
+    if spec.groups_per_topic:
+        # Groups: each reads one topic, every topic read by a few groups.
+        per_topic = _draw(rng, spec.groups_per_topic, n_topics)
+        n_groups = int(per_topic.sum())
+        sub_group, sub_topic = np.arange(n_groups), np.repeat(np.arange(n_topics), per_topic)
+    else:
+        # Groups: popular topics (Zipf-like) are read by many groups.
+        popularity = 1.0 / np.arange(1, n_topics + 1) ** 0.6
+        popularity = rng.permutation(popularity / popularity.sum())
+        subs = rng.choice(TOPICS_PER_GROUP, n_groups)
+        sub_group = np.repeat(np.arange(n_groups), subs)
+        sub_topic = rng.choice(n_topics, len(sub_group), p=popularity)
+        pairs = np.unique(sub_group * n_topics + sub_topic)  # a group reads a topic once
+        sub_group, sub_topic = pairs // n_topics, pairs % n_topics
 
     extra = spec.mean_clients - 1
-    clients = 1 + rng.negative_binomial(2, 2 / (2 + extra), n_groups) if extra > 0 else np.ones(n_groups, int)
+    if spec.clients_per_group:
+        clients = _draw(rng, spec.clients_per_group, n_groups)
+    elif extra > 0:
+        clients = 1 + rng.negative_binomial(2, 2 / (2 + extra), n_groups)
+    else:
+        clients = np.ones(n_groups, int)
     client_group = np.repeat(np.arange(n_groups), clients)
     n_clients = len(client_group)
     idx = np.arange(n_clients)

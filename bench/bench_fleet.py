@@ -1,0 +1,167 @@
+"""Benchmark: `rmqsim simulate` on a many-small-groups fleet, whole processes, against a process
+that only reads and writes the run's assignments.
+
+    .venv/bin/python bench/bench_fleet.py [--assignments 2000000] [--rounds 2] [--seed 3]
+                                          [--workdir bench/data]
+
+The fleet is issue 23's shape: 24 brokers, topics of 8 to 96 queues on 2 to 6 of them, each read by
+1 to 3 groups of 2 to 12 clients (``rmqsim generate --brokers 24 --queues-per-topic 8:96
+--brokers-per-topic 2:6 --groups-per-topic 1:3 --clients-per-group 2:12``); 2,000,000 assignments
+make about 57,000 groups. It is generated in this process, before any JVM starts, into
+WORKDIR/fleet-<options>/snapshot and reused when it is there (it is deterministic for its options).
+Each round times, as fresh processes started the way a user starts them:
+
+* simulate: ``rmqsim simulate --snapshot S --out O --strategies AVG`` (the CLI, local profile);
+* floor: a Python process that starts Spark as the CLI does (the local profile, local[*]), reads the
+  simulate run's own O/assignments and writes it back as Parquet: start-up plus the least any
+  job writing that many assignment rows spends.
+
+The two alternate which goes first (simulate in odd rounds, so the floor always has its table).
+Printed: per round the seconds and simulate / floor; then best of (fastest simulate / fastest floor)
+and median (median simulate / median floor). WORKDIR/fleet-<options>/results.json keeps them,
+beside the run's out/ and floor/ (not in WORKDIR itself, where bench_simulate.py writes its own).
+No timing is asserted: these 2-core machines are noisy, and the ratio is the figure to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.dataset as ds
+
+from rmqsim.snapshot import synthetic, write
+
+SHAPE = {
+    "brokers": 24,
+    "queues_per_topic": (8, 96),
+    "brokers_per_topic": (2, 6),
+    "groups_per_topic": (1, 3),
+    "clients_per_group": (2, 12),
+}
+
+FLOOR = """
+import sys
+from rmqsim import config, session
+source, dest = sys.argv[1], sys.argv[2]
+spark = session.build_session(
+    app_name="rmqsim-floor", master="local[*]", conf=dict(config.load_profile("local").conf)
+)
+spark.read.parquet(source).write.mode("overwrite").parquet(dest)
+spark.stop()
+"""
+
+
+def fleet_spec(assignments: int, seed: int) -> synthetic.FleetSpec:
+    return synthetic.FleetSpec(seed=seed, assignments=assignments, **SHAPE)
+
+
+def fleet_dir(workdir: Path, spec: synthetic.FleetSpec) -> Path:
+    """WORKDIR/fleet-assignments2000000-seed3-brokers24-queuespertopic8-96-brokerspertopic2-6-...
+    (each range as MIN-MAX: Hadoop paths refuse colons)."""
+    ranges = [f"{name.replace('_', '')}{low}-{high}" for name, (low, high) in list(SHAPE.items())[1:]]
+    options = [f"assignments{spec.assignments}", f"seed{spec.seed}", f"brokers{spec.brokers}", *ranges]
+    return workdir / f"fleet-{'-'.join(options)}"
+
+
+def ensure_fleet(snapshot: Path, spec: synthetic.FleetSpec) -> bool:
+    """Generate the fleet unless it exists; True if generated. Written beside the destination and
+    renamed, so an interrupted generation is never reused."""
+    if snapshot.is_dir():
+        return False
+    staging = snapshot.with_name(snapshot.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    write.write_snapshot(synthetic.generate(spec), str(staging))
+    staging.rename(snapshot)
+    return True
+
+
+def timed(argv: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise SystemExit(f"exit code {done.returncode}: {' '.join(argv[:2])} ...")
+    return seconds
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--assignments", type=int, default=2_000_000, help="about this many queue assignments")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
+    args = p.parse_args()
+    if args.assignments < 1 or args.rounds < 1:
+        p.error("--assignments and --rounds must be positive")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    spec = fleet_spec(args.assignments, args.seed)
+    work = fleet_dir(args.workdir.resolve(), spec)
+    snapshot, out, floor = work / "snapshot", work / "out", work / "floor"
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if ensure_fleet(snapshot, spec):
+        print(f"generated {snapshot} in {time.perf_counter() - start:.1f} s")
+    sizes = {t: ds.dataset(str(snapshot / t)).count_rows() for t in ("topic_queues", "consumers", "groups")}
+    print("fleet: " + ", ".join(f"{table} {rows:,} rows" for table, rows in sizes.items()))
+
+    simulate = ["simulate", "--snapshot", str(snapshot), "--out", str(out), "--strategies", "AVG"]
+    jobs = {
+        "simulate": [str(Path(sys.executable).parent / "rmqsim"), *simulate],
+        "floor": [sys.executable, "-c", FLOOR, str(out / "assignments"), str(floor)],
+    }
+    rounds = []
+    for i in range(args.rounds):
+        order = list(jobs) if i % 2 == 0 else list(reversed(jobs))
+        seconds = {name: timed(jobs[name]) for name in order}
+        rounds.append({"first": order[0], **seconds, "ratio": seconds["simulate"] / seconds["floor"]})
+        print(
+            f"round {i + 1} ({order[0]} first): simulate {seconds['simulate']:.1f} s, "
+            f"floor {seconds['floor']:.1f} s, ratio {rounds[-1]['ratio']:.2f}"
+        )
+    rows = ds.dataset(str(out / "assignments"), partitioning="hive").count_rows()
+    best = {name: min(r[name] for r in rounds) for name in jobs}
+    median = {name: statistics.median(r[name] for r in rounds) for name in jobs}
+    print(f"assignment rows: {rows:,}")
+    print(
+        f"best of {len(rounds)}: simulate {best['simulate']:.1f} s, floor {best['floor']:.1f} s, "
+        f"ratio {best['simulate'] / best['floor']:.2f}"
+    )
+    print(
+        f"median: simulate {median['simulate']:.1f} s, floor {median['floor']:.1f} s, "
+        f"ratio {median['simulate'] / median['floor']:.2f}"
+    )
+    results = {
+        "fleet": {
+            "snapshot": str(snapshot),
+            "seed": spec.seed,
+            "assignments_requested": spec.assignments,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in SHAPE.items()},
+            "rows": sizes,
+        },
+        "assignment_rows": rows,
+        "rounds": rounds,
+        "best": {**best, "ratio": best["simulate"] / best["floor"]},
+        "median": {**median, "ratio": median["simulate"] / median["floor"]},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "node": platform.node()},
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results in {work / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
