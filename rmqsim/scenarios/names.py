@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -34,34 +35,42 @@ def existing_names(
     snapshot: Snapshot, wanted: Referenced, counted: frozenset[str] = frozenset()
 ) -> Referenced:
     """Which of the names the scenarios refer to the snapshot holds, and how many clients each
-    ``counted`` group has (small queries, tiny results)."""
+    ``counted`` group has: one small query (each Spark job costs the same whatever its size)."""
 
-    def present(df: DataFrame, column: str, names: frozenset[str]) -> frozenset[str]:
+    def named(df: DataFrame, kind: str, column: str, names: frozenset[str]) -> DataFrame | None:
         if not names:
-            return frozenset()
-        rows = df.where(F.col(column).isin(sorted(names))).select(column).distinct().collect()
-        return frozenset(r[0] for r in rows)
-
-    groups = snapshot.consumers.select("group").unionByName(snapshot.groups.select("group"))
-    clients: set[tuple[str, str]] = set()
-    if wanted.clients or counted:
-        # One query for both: the named clients, and every client of the counted groups.
-        ids = sorted({c for _, c in wanted.clients})
-        rows = (
-            snapshot.consumers.where(F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted)))
-            .select("group", "client_id")
-            .distinct()
-            .collect()
+            return None
+        found = df.where(F.col(column).isin(sorted(names)))
+        return found.select(
+            F.lit(kind).alias("kind"), F.lit(None).cast("string").alias("group"), F.col(column).alias("name")
         )
-        clients = {(r[0], r[1]) for r in rows}
-    per_group = Counter(group for group, _ in clients)
-    sizes = {g: per_group[g] for g in counted}
+
+    parts = [
+        named(snapshot.brokers, "broker", "broker_name", wanted.brokers),
+        named(snapshot.topic_queues, "topic", "topic", wanted.topics),
+        named(snapshot.consumers, "group", "group", wanted.groups),
+        named(snapshot.groups, "group", "group", wanted.groups),
+    ]
+    if wanted.clients or counted:
+        # The named clients, and every client of the counted groups.
+        ids = sorted({c for _, c in wanted.clients})
+        clients = snapshot.consumers.where(
+            F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted))
+        )
+        parts.append(clients.select(F.lit("client").alias("kind"), "group", F.col("client_id").alias("name")))
+    queries = [p for p in parts if p is not None]
+    rows = reduce(DataFrame.unionByName, queries).distinct().collect() if queries else []
+    found: dict[str, set] = {"broker": set(), "topic": set(), "group": set(), "client": set()}
+    for kind, group, name in rows:
+        found[kind].add((group, name) if kind == "client" else name)
+    clients_found = found["client"]
+    per_group = Counter(group for group, _ in clients_found)
     return Referenced(
-        brokers=present(snapshot.brokers, "broker_name", wanted.brokers),
-        topics=present(snapshot.topic_queues, "topic", wanted.topics),
-        groups=present(groups, "group", wanted.groups),
-        clients=frozenset(clients & wanted.clients),
-        sizes=sizes,
+        brokers=frozenset(found["broker"]),
+        topics=frozenset(found["topic"]),
+        groups=frozenset(found["group"]),
+        clients=frozenset(clients_found & wanted.clients),
+        sizes={g: per_group[g] for g in counted},
     )
 
 
