@@ -26,7 +26,8 @@ from airflow.sdk import DAG, Param, task
 REPO = Path(__file__).resolve().parent.parent
 
 DEFAULTS = {
-    "snapshot_root": "",  # the day's snapshot is SNAPSHOT_ROOT/YYYY-MM-DD; empty: the sample
+    # The day's snapshot is SNAPSHOT_ROOT/YYYY-MM-DD (a missing day fails the task); empty: the sample.
+    "snapshot_root": "",
     "sample_snapshot": str(REPO / "conf" / "sample_snapshot"),
     "out_root": str(REPO / "out" / "airflow"),  # a run writes OUT_ROOT/YYYY-MM-DD
     "dist": str(REPO / "dist"),  # `make package` output
@@ -46,14 +47,16 @@ def setting(name: str) -> str:
 def snapshot(
     snapshot_root: str, sample_snapshot: str, out_root: str, dist: str, python: str, ds=None
 ) -> dict:
-    """The day's snapshot directory (or the sample), where to write, the packaged job's zip, and
-    the SPARK_HOME of the Python that runs rmqsim (pyspark's bundled Spark)."""
+    """The day's snapshot directory (the sample when snapshot_root is empty), where to write, the
+    packaged job's zip, and the SPARK_HOME of the Python that runs rmqsim (pyspark's bundled Spark).
+
+    A missing day fails the task, so Airflow's retries and alerts take over: publishing the sample
+    as that day's result would pass for a simulated fleet."""
     import subprocess
 
-    day = Path(snapshot_root) / ds if snapshot_root else None
-    chosen = day if day is not None and day.is_dir() else Path(sample_snapshot)
-    if day is not None and not day.is_dir():
-        print(f"no snapshot at {day}: using {chosen}")
+    chosen = Path(snapshot_root) / ds if snapshot_root else Path(sample_snapshot)
+    if snapshot_root and not chosen.is_dir():
+        raise FileNotFoundError(f"no snapshot for {ds}: {chosen} is not a directory")
     if not (chosen / "topic_queues").is_dir():
         raise FileNotFoundError(f"{chosen} is not an rmqsim snapshot (no topic_queues/)")
     spark_home = subprocess.run(

@@ -85,6 +85,54 @@ def test_the_dagbag_loads_the_dag_with_its_tasks_in_order_and_nothing_heavy(tmp_
     assert bag["heavy"] == []  # the scheduler parses the file often
 
 
+SNAPSHOT_TASK = """
+import json, sys
+from airflow.models import DagBag
+task = DagBag(dag_folder=sys.argv[1]).dags["rmqsim_daily"].get_task("snapshot")
+settings = json.loads(sys.argv[2])
+outcomes = {}
+for case, root in settings["roots"].items():
+    try:
+        picked = task.python_callable(snapshot_root=root, ds="2026-11-20", **settings["rest"])
+        outcomes[case] = {"snapshot": picked["snapshot"]}
+    except Exception as e:
+        outcomes[case] = {"raised": type(e).__name__, "message": str(e)}
+print(json.dumps(outcomes))
+"""
+
+
+def test_the_snapshot_task_fails_when_the_days_snapshot_is_missing(packaged: Path, tmp_path: Path) -> None:
+    """The DAG's own snapshot task, from a DagBag: a missing day under a set snapshot_root fails
+    it rather than publishing the sample as that day's result; the sample is for an empty root."""
+    python = _airflow_python()
+    root = tmp_path / "snapshots"
+    (root / "2026-11-20" / "topic_queues").mkdir(parents=True)
+    (tmp_path / "empty-root").mkdir()
+    sample = ROOT / "conf" / "sample_snapshot"
+    settings = {
+        "roots": {"day present": str(root), "day missing": str(tmp_path / "empty-root"), "no root": ""},
+        "rest": {
+            "sample_snapshot": str(sample),
+            "out_root": str(tmp_path / "runs"),
+            "dist": str(packaged),
+            "python": sys.executable,
+        },
+    }
+    done = subprocess.run(
+        [str(python), "-c", SNAPSHOT_TASK, str(ROOT / "dags"), json.dumps(settings)],
+        env=_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcomes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcomes["day present"] == {"snapshot": str(root / "2026-11-20")}
+    missing = outcomes["day missing"]
+    assert missing["raised"] == "FileNotFoundError" and "2026-11-20" in missing["message"], missing
+    assert outcomes["no root"] == {"snapshot": str(sample)}
+
+
 def test_airflow_dags_test_runs_the_dag_on_local_spark(packaged: Path, tmp_path: Path) -> None:
     python = _airflow_python()
     airflow = python.parent / "airflow"
