@@ -58,6 +58,16 @@ KINDS = [
     ("topic_queues", "perm 16 is outside 0 to 15", 1),
     ("topic_queues", "broker_name 'ghost' is not in brokers", 1),
     ("topic_queues", "duplicate row: an identical row is used", 1),
+    *[
+        (
+            "topic_queues",
+            "another row for this topic and broker_name (a NameServer keeps one QueueData per broker): "
+            "the client reads the union of their queues, the readable row with the most read queues, "
+            f"which is used; this one has {read} read queues and perm {perm}",
+            1,
+        )
+        for read, perm in ((2, 6), (8, 2))
+    ],
     ("groups", "group is null or empty", 1),
     ("groups", "duplicate row for this group: the first good one (in JSON order) is used", 2),
     ("groups", "unknown strategy 'FASTEST'", 1),
@@ -99,6 +109,11 @@ def _broken(tmp_path) -> str:
             _tq("v5", "b", perm=None),
             _tq("v6", "b", perm=16),
             _tq("v7", "ghost"),
+            # Three QueueData for one broker, which a NameServer never holds: the client's set of
+            # readable queues is 0..1 with 0..5, so 0..5; the perm-2 row (write only) adds none.
+            _tq("w", "b", read=2),
+            _tq("w", "b", read=6),
+            _tq("w", "b", read=8, perm=2),
         ],
         consumers=[
             {"group": "good", "topic": "t", "client_id": "a"},
@@ -113,6 +128,8 @@ def _broken(tmp_path) -> str:
             {"group": "conf", "topic": "t", "client_id": "k1"},
             {"group": "twin", "topic": "t", "client_id": "t1"},
             {"group": "modelled", "topic": "t", "client_id": "m1"},
+            {"group": "merged", "topic": "w", "client_id": "j1"},
+            {"group": "merged", "topic": "w", "client_id": "j2"},
         ],
         groups=[
             {"group": "good", "strategy": "AVG_BY_CIRCLE"},
@@ -190,8 +207,8 @@ def test_every_table_reconciles_and_the_good_group_still_runs(spark, broken_run)
         assert rejected == sum(1 for s, _, _ in rejects if s == table), table
     assert counted == {
         "brokers": (4, 2, 2),
-        "topic_queues": (11, 1, 10),
-        "consumers": (12, 5, 7),
+        "topic_queues": (14, 2, 12),
+        "consumers": (14, 7, 7),
         "groups": (10, 4, 6),
         "offsets": (7, 2, 5),
         "queue_config": (3, 1, 2),
@@ -203,6 +220,11 @@ def test_every_table_reconciles_and_the_good_group_still_runs(spark, broken_run)
         ("AVG", "a", 1),
         ("AVG", "b", 2),
         ("AVG", "b", 3),
+    ]
+    # merged reads w's union, queues 0..5 of b; AVG over j1, j2: 6 / 2 = 3 each, in order.
+    merged = spark.read.parquet(f"{out}/assignments").where("group = 'merged'").collect()
+    assert sorted((r.client_id, r.queue_id) for r in merged) == [("j1", q) for q in range(3)] + [
+        ("j2", q) for q in range(3, 6)
     ]
     conf = spark.read.parquet(f"{out}/assignments").where("group = 'conf'").collect()
     assert [(r.client_id, r.queue_id) for r in conf] == [("k1", 0)]

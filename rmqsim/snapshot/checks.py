@@ -49,15 +49,21 @@ def _broken(rules: Sequence[tuple[Column, object]]) -> Column:
     return F.coalesce(*[F.when(bad, True) for bad, _ in rules], F.lit(False))
 
 
-def _later(df: DataFrame, key: Sequence[str], earlier: Sequence[tuple[Column, object]]) -> Column:
+def _later(
+    df: DataFrame,
+    key: Sequence[str],
+    earlier: Sequence[tuple[Column, object]],
+    prefer: Sequence[Column] = (),
+) -> Column:
     """Rows after the first with the same ``key`` values. Rows breaking one of the ``earlier``
-    rules rank last, so a bad row never makes a good one a duplicate; then JSON order, so the
-    choice is deterministic. Where the key is the whole row its copies are identical, so any
-    order keeps the same row: sorting a million queue_config rows by their JSON cost about a second."""
+    rules rank last, so a bad row never makes a good one a duplicate; then ``prefer`` (sort
+    keys); then JSON order, so the choice is deterministic. Where the key is the whole row its
+    copies are identical, so any order keeps the same row: sorting a million queue_config rows by
+    their JSON cost about a second."""
     if set(key) >= set(df.columns):
         return F.row_number().over(Window.partitionBy(*key).orderBy(F.lit(0))) > 1
     order = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
-    return F.row_number().over(Window.partitionBy(*key).orderBy(_broken(earlier), order)) > 1
+    return F.row_number().over(Window.partitionBy(*key).orderBy(_broken(earlier), *prefer, order)) > 1
 
 
 @dataclass(frozen=True)
@@ -66,13 +72,16 @@ class _Repeat:
 
     df: DataFrame  # the table as read: its columns give the JSON order
     key: Sequence[str]
-    reason: str
+    reason: str | Column
+    prefer: Sequence[Column] = ()  # which of the repeated rows is kept, before JSON order
 
 
 def _resolved(rules: Sequence[tuple[Column, Column | str] | _Repeat]) -> list[tuple[Column, Column | str]]:
     out: list[tuple[Column, Column | str]] = []
     for rule in rules:
-        out.append((_later(rule.df, rule.key, out), rule.reason) if isinstance(rule, _Repeat) else rule)
+        if isinstance(rule, _Repeat):
+            rule = (_later(rule.df, rule.key, out, rule.prefer), rule.reason)
+        out.append(rule)
     return out
 
 
@@ -150,8 +159,11 @@ def check_snapshot(snapshot: Snapshot, *, configured_strategies: bool) -> Checke
     """Split every table into rows to simulate and reject rows; later tables see only kept rows.
 
     The checked tables are cached until ``Checked.unpersist``."""
+    # One shuffle of topic_queues, by topic: both its repeat windows (the whole row; topic and
+    # broker_name) contain that key, so neither shuffles it again. (Each shuffle is a Spark job.)
+    by_topic = snapshot.topic_queues.repartition("topic")
     brokers = check_brokers(snapshot.brokers)
-    topic_queues = check_topic_queues(snapshot.topic_queues, brokers=brokers.kept)
+    topic_queues = check_topic_queues(by_topic, brokers=brokers.kept)
     groups, group_problems = check_groups(
         snapshot.groups, consumers=snapshot.consumers, configured_strategies=configured_strategies
     )
@@ -219,6 +231,29 @@ def check_topic_queues(topic_queues: DataFrame, *, brokers: DataFrame) -> Split:
                 F.concat(F.lit("broker_name '"), F.col("broker_name"), F.lit("' is not in brokers")),
             ),
             _Repeat(topic_queues, columns, "duplicate row: an identical row is used"),
+            # A NameServer keeps one QueueData per broker, so two rows for one broker are a broken
+            # capture. The client puts the queues of every readable QueueData in one set: the
+            # union, which is the readable row with the most read queues, the one kept.
+            _Repeat(
+                topic_queues,
+                ["topic", "broker_name"],
+                F.concat(
+                    F.lit(
+                        "another row for this topic and broker_name (a NameServer keeps one QueueData "
+                        "per broker): the client reads the union of their queues, the readable row "
+                        "with the most read queues, which is used; this one has "
+                    ),
+                    F.col("read_queue_nums").cast("string"),
+                    F.lit(" read queues and perm "),
+                    F.col("perm").cast("string"),
+                ),
+                prefer=[
+                    F.desc(
+                        (F.col("perm").bitwiseAND(routes.PERM_READ) != 0) & (F.col("read_queue_nums") > 0)
+                    ),
+                    F.desc("read_queue_nums"),
+                ],
+            ),
         ],
     )
 
