@@ -79,3 +79,27 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
     assert set(summary.scenario) == {"broker-b-down"}
     for table in ("assignments", "group_metrics", "consumer_load", "movement", "comparison", "rejects"):
         assert (work / "out" / table).is_dir(), table
+
+
+def test_a_wheel_in_py_files_stops_the_job_before_any_spark_work(packaged: Path, tmp_path: Path) -> None:
+    """Spark ships .zip, .egg and .py files to executors, not .whl: the job says so and exits 2
+    rather than failing deep in a task on a cluster (on local[2] the wheel would even work)."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(SPARK_HOME)}
+    env.pop("PYTHONPATH", None)
+    command = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master",
+        "local[2]",
+        "--py-files",
+        str(packaged / WHEEL),
+        str(packaged / "simulate.py"),
+        "--snapshot",
+        str(ROOT / "conf" / "sample_snapshot"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, (done.stdout + done.stderr)[-3000:]
+    assert "--py-files has a wheel" in done.stderr and WHEEL in done.stderr
+    assert "rmqsim-VERSION.zip" in done.stderr and "pip install the wheel" in done.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
