@@ -26,8 +26,32 @@ def _spark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile",
         help="Spark profile: a name in conf/spark/ or a YAML path (default: local; none under "
-        "spark-submit, whose --properties-file and --conf rule)",
+        "spark-submit, whose --properties-file and --conf rule, or through Spark Connect)",
     )
+    p.add_argument(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        help="run through the Spark Connect server there (default: the SPARK_REMOTE environment "
+        "variable); paths are then the server's",
+    )
+
+
+def _session(args: argparse.Namespace):
+    """The SparkSession the Spark arguments ask for: Spark Connect, spark-submit's, or local."""
+    from rmqsim import config, session
+    from rmqsim.errors import InputError
+
+    remote = _remote(args)
+    if remote and args.master:
+        raise InputError("arguments", "--master", "give --master or --remote (SPARK_REMOTE), not both")
+    preset = session.under_spark_submit() or remote
+    profile = config.load_profile(args.profile or (None if preset else "local"))
+    conf = {**profile.conf, **config.parse_conf(args.conf)}
+    return session.build_session(master=args.master or profile.master, conf=conf, remote=remote)
+
+
+def _remote(args: argparse.Namespace) -> str | None:
+    return getattr(args, "remote", None) or os.environ.get("SPARK_REMOTE") or None
 
 
 def _positive_int(text: str) -> int:
@@ -207,7 +231,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
-    from rmqsim import config, output, session, simulate
+    from rmqsim import config, output, simulate
     from rmqsim.reporting import text
 
     cfg = config.SimulateConfig(
@@ -220,12 +244,11 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     )
     from rmqsim.snapshot.load import check_layout
 
-    check_layout(snapshot)  # fail on a wrong path or a bad scenarios file before the JVM starts
-    simulate.load_scenarios(cfg)
-    output.RunOutput.check_mode(args.out, cfg.mode)
-    profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))
-    spark_conf = {**profile.conf, **config.parse_conf(args.conf)}
-    spark = session.build_session(master=args.master or profile.master, conf=spark_conf)
+    simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
+    if not _remote(args):  # through Spark Connect the paths are the server's
+        check_layout(snapshot)
+        output.RunOutput.check_mode(args.out, cfg.mode)
+    spark = _session(args)
     result = simulate.run(spark, cfg)
     if result.comparison:
         # Phase 0 is the snapshot in every scenario: its table once, then what each scenario changes.
@@ -306,15 +329,12 @@ def _import_mqadmin(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from rmqsim import config, session
     from rmqsim.snapshot.load import check_layout
     from rmqsim.validate import run as validate
 
-    check_layout(args.snapshot)  # fail on a wrong path before the JVM starts
-    profile = config.load_profile(args.profile or ("local" if not session.under_spark_submit() else None))
-    spark = session.build_session(
-        master=args.master or profile.master, conf={**profile.conf, **config.parse_conf(args.conf)}
-    )
+    if not _remote(args):  # through Spark Connect the paths are the server's
+        check_layout(args.snapshot)  # fail on a wrong path before the JVM starts
+    spark = _session(args)
     out = args.out or args.run or "out"
     result = validate.run(spark, validate.ValidateConfig(snapshot=args.snapshot, out=out, run=args.run))
     print(validate.format_result(result.groups))

@@ -3,7 +3,8 @@
 Tables are written into a staging directory beside the destination; only when every table is
 complete is the staging directory renamed into place, so a killed run leaves the previous result
 untouched. Renames are atomic on a local or POSIX-mounted file system; other URIs (hdfs://, s3a://)
-are written in place, which the log says.
+and every path through Spark Connect (the server's file system) are written in place, which the
+log says.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ class RunOutput:
                 "overwrite replaces only an earlier run; choose another --out or remove it",
             )
 
-    def __init__(self, out: str, *, mode: str = "overwrite") -> None:
-        self.check_mode(out, mode)
+    def __init__(self, out: str, *, mode: str = "overwrite", remote: bool = False) -> None:
+        """``remote``: written by a Spark Connect server, whose file system ``out`` is on."""
         self.out = out.rstrip("/")
-        final = _local_path(self.out)
+        final = None if remote else _local_path(self.out)
+        if not remote:
+            self.check_mode(out, mode)
         self.local = final is not None
         self._final = final or self.out
         if self.local:
@@ -64,7 +67,7 @@ class RunOutput:
                 parent, f".{os.path.basename(self._final)}.tmp-{uuid.uuid4().hex[:8]}"
             )
         else:
-            log.warning("%s is not a local path: tables are written in place, not atomically", out)
+            log.warning("%s is not a path of this machine: tables are written in place, not atomically", out)
             self.staging = self.out
 
     def table(self, name: str) -> str:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -40,9 +43,17 @@ def quiet_logs() -> dict[str, str]:
 
 
 def build_session(
-    *, app_name: str = "rmqsim", master: str | None = None, conf: Mapping[str, str] | None = None
+    *,
+    app_name: str = "rmqsim",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
-    """local[*] unless a master comes from the CLI, the profile or spark-submit."""
+    """A Spark Connect session where ``remote`` (or SPARK_REMOTE) names a server; else local[*]
+    unless a master comes from the CLI, the profile or spark-submit."""
+    remote = remote or os.environ.get("SPARK_REMOTE")
+    if remote:
+        return connect_session(remote, app_name=app_name, conf=conf)
     # Workers must run this interpreter, or Arrow UDFs fail with "No module named pyarrow".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # The progress bar (stages longer than 0.5 s) helps at a terminal and litters CI logs.
@@ -56,12 +67,44 @@ def build_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    try:
-        spark.sparkContext.setLogLevel("WARN")
-    except Exception:  # Spark Connect has no SparkContext; its server sets the level
-        pass
+    spark.sparkContext.setLogLevel("WARN")
     log.info("Spark %s; resolved configuration:\n%s", spark.version, describe_conf(resolved_conf(spark)))
     return spark
+
+
+def connect_session(remote: str, *, app_name: str, conf: Mapping[str, str] | None) -> SparkSession:
+    """A session on the Spark Connect server at ``remote`` (sc://HOST:PORT), with rmqsim shipped
+    to the server's Python workers, which need pyarrow, pandas and numpy but not rmqsim.
+
+    A client can set runtime SQL settings only: the server's own configuration rules the rest,
+    and those given here are logged as ignored."""
+    settings = {**DEFAULTS, **(conf or {})}
+    sql = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    for key, value in sql.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    ignored = sorted(set(settings) - set(sql) - set(DEFAULTS))
+    if ignored:
+        log.warning("Spark Connect: not settable from a client, ignored: %s", ", ".join(ignored))
+    ship_package(spark)
+    log.info("Spark %s through Spark Connect at %s", spark.version, remote)
+    return spark
+
+
+def ship_package(spark: SparkSession) -> None:
+    """Add rmqsim to the session's Python artifacts: the server's workers import it from there."""
+    import rmqsim
+    from rmqsim.packaging import write_zip
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_zip(Path(folder) / f"rmqsim-{rmqsim.__version__}.zip")
+        spark.addArtifacts(str(path), pyfile=True)
+
+
+def is_remote(spark: SparkSession) -> bool:
+    """A Spark Connect session: no SparkContext, no JVM in this process, and paths are the server's."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 SECRET_WORDS = ("secret", "password", "token", "credential", "key.private")
@@ -70,10 +113,10 @@ SECRET_WORDS = ("secret", "password", "token", "credential", "key.private")
 def resolved_conf(spark: SparkSession) -> dict[str, str]:
     """The session's effective spark.* settings, whatever set them (spark-submit, profile, --conf);
     secrets redacted."""
-    try:
+    if is_remote(spark):  # only the runtime configuration is visible
+        pairs = spark.conf.getAll.items()
+    else:
         pairs = spark.sparkContext.getConf().getAll()
-    except Exception:  # Spark Connect: only the runtime configuration is visible
-        pairs = spark.conf.getAll.items() if hasattr(spark.conf, "getAll") else []
     return {
         k: ("*****" if any(w in k.lower() for w in SECRET_WORDS) else v)
         for k, v in sorted(pairs)
@@ -88,11 +131,10 @@ def describe_conf(conf: Mapping[str, str]) -> str:
 @contextmanager
 def job_description(spark: SparkSession, text: str) -> Iterator[None]:
     """Name the Spark jobs run inside: the Spark UI, its REST API and bench/profile_jobs.py show it."""
-    try:
-        context = spark.sparkContext
-    except Exception:  # Spark Connect: no SparkContext, and no local properties to set
+    if is_remote(spark):  # no SparkContext, and no local properties to set
         yield
         return
+    context = spark.sparkContext
     context.setJobDescription(text)
     try:
         yield
@@ -110,9 +152,21 @@ def checkpoint(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
+def keep(df: DataFrame, level: StorageLevel) -> DataFrame:
+    """``df`` kept for the run (``unpersist`` frees it). Through Spark Connect a local checkpoint
+    instead of a cache: the client sends each query's whole plan, and one built on the checks'
+    plans nests deeper than the protobuf decoder allows (100 levels); a checkpoint is one level."""
+    if is_remote(df.sparkSession):
+        return df.localCheckpoint(eager=False)
+    return df.persist(level)
+
+
 def release(df: DataFrame) -> None:
     """Free a ``checkpoint``'s blocks now rather than when the JVM collects it (unpersist does not
-    reach them). Through the JVM plan: PySpark has no call for it."""
+    reach them). Through the JVM plan: PySpark has no call for it. A Spark Connect server frees
+    them itself once the client drops the DataFrame."""
+    if is_remote(df.sparkSession):
+        return
     plan = df._jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)

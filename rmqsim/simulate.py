@@ -41,10 +41,9 @@ class RunResult:
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
     if config.partitions:
         return config.partitions
-    try:
-        return max(2, 2 * spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect: no SparkContext
+    if session.is_remote(spark):  # no SparkContext to ask for the cores
         return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    return max(2, 2 * spark.sparkContext.defaultParallelism)
 
 
 def load_scenarios(config: SimulateConfig) -> tuple[parse.Scenario, ...]:
@@ -145,7 +144,7 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
-    output = RunOutput(config.out, mode=config.mode)
+    output = RunOutput(config.out, mode=config.mode, remote=session.is_remote(spark))
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     partitions = allocation_partitions(spark, config)

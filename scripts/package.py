@@ -16,31 +16,16 @@ import argparse
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's rmqsim, whatever is installed
-FIXED_TIME = (2020, 1, 1, 0, 0, 0)
 
 
 def version() -> str:
     import rmqsim
 
     return rmqsim.__version__
-
-
-def package_files() -> list[Path]:
-    """Every Python file of the rmqsim package, relative to the repository root."""
-    return sorted(p.relative_to(ROOT) for p in (ROOT / "rmqsim").rglob("*.py"))
-
-
-def write_zip(path: Path) -> None:
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel in package_files():
-            info = zipfile.ZipInfo(rel.as_posix(), FIXED_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, (ROOT / rel).read_bytes())
 
 
 def write_properties(profile_yml: Path, out: Path) -> None:
@@ -63,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    from rmqsim.packaging import write_zip
+
     write_zip(out / f"rmqsim-{version()}.zip")
     shutil.copyfile(ROOT / "jobs" / "simulate.py", out / "simulate.py")
     for profile in sorted((ROOT / "conf" / "spark").glob("*.yml")):

@@ -14,6 +14,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from rmqsim import session
 from rmqsim.schemas import MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 from rmqsim.snapshot import rejects
 from rmqsim.snapshot.load import Snapshot
@@ -104,7 +105,9 @@ def _known(df: DataFrame, keys: DataFrame, key: str, flag: str) -> DataFrame:
 def _split(df: DataFrame, *, source: str, columns: Sequence[str], rules) -> Split:
     # Cached: route building, rejects/ and reconciliation/ all read the kept or rejected rows, and
     # recomputing the checks' windows and joins for each cost a dozen small Spark jobs apiece.
-    marked = rejects.with_reject_reason(df, rules=_resolved(rules)).persist(StorageLevel.MEMORY_AND_DISK)
+    marked = session.keep(
+        rejects.with_reject_reason(df, rules=_resolved(rules)), StorageLevel.MEMORY_AND_DISK
+    )
     return Split(
         rejects.kept(marked).select(*columns),
         rejects.rejected(marked, source=source, columns=columns),

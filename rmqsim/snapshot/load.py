@@ -26,7 +26,7 @@ from pyspark.sql.types import (
     StringType,
 )
 
-from rmqsim import schemas
+from rmqsim import schemas, session
 from rmqsim.errors import InputError
 from rmqsim.schemas import Column, TableSpec
 
@@ -46,8 +46,11 @@ class Snapshot:
 
 
 def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
-    check_layout(path)
-    read = {spec.name: _load_table(spark, path, spec) for spec in schemas.SNAPSHOT_TABLES}
+    """Through Spark Connect the path is the server's: only Spark looks at it."""
+    local = _is_local(path) and not session.is_remote(spark)
+    if local:
+        check_layout(path)
+    read = {spec.name: _load_table(spark, path, spec, local=local) for spec in schemas.SNAPSHOT_TABLES}
     tables = {name: df for name, (df, _) in read.items()}
     groups = tables["groups"]
     if groups is None:
@@ -135,10 +138,12 @@ def _local_table(snapshot: str, table: str) -> str | None:
     return next((c for c in _candidates(snapshot, table) if os.path.exists(_local(c))), None)
 
 
-def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> tuple[DataFrame | None, set[str]]:
+def _load_table(
+    spark: SparkSession, snapshot: str, spec: TableSpec, *, local: bool
+) -> tuple[DataFrame | None, set[str]]:
     """The table conformed to ``spec`` (None where an optional table is absent), and the optional
-    columns its files have."""
-    if _is_local(snapshot):
+    columns its files have. ``local``: the snapshot is on this machine's file system."""
+    if local:
         path = _local_table(snapshot, spec.name)
         if path is None:
             return None, set()  # check_layout already stopped a missing required table
@@ -151,6 +156,7 @@ def _load_table(spark: SparkSession, snapshot: str, spec: TableSpec) -> tuple[Da
     for candidate in _candidates(snapshot, spec.name):
         try:
             df = spark.read.parquet(candidate)
+            _ = df.schema  # through Spark Connect reading is lazy: a missing path fails here
         except AnalysisException:
             continue  # not there under this spelling: try the next
         return _conformed(df, spec)

@@ -24,7 +24,7 @@ from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.reporting import text
 from rmqsim.snapshot import checks
-from rmqsim.snapshot.load import Snapshot, check_layout, load_snapshot
+from rmqsim.snapshot.load import Snapshot, load_snapshot
 from rmqsim.snapshot.rejects import blank
 from rmqsim.stage import routes
 from rmqsim.stage import spark as stage
@@ -219,8 +219,7 @@ def _cases(
 
 def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     log.info("validate: snapshot=%s run=%s out=%s", config.snapshot, config.run, config.out)
-    check_layout(config.snapshot)
-    snapshot = load_snapshot(spark, config.snapshot)
+    snapshot = load_snapshot(spark, config.snapshot)  # checks the layout of a local snapshot
     observed = observed_queues(snapshot)
     groups = observed.select("group").distinct()
     strategies = configured_strategies(snapshot)
