@@ -66,6 +66,18 @@ def test_partitions_below_one_is_exit_code_2(capsys) -> None:
     assert "--partitions: expected a positive integer, got 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("remote", ["--remote", "SPARK_REMOTE"])
+def test_a_master_and_a_spark_connect_server_together_are_exit_code_2(remote, monkeypatch, capsys) -> None:
+    # Either names where the job runs: both is a contradiction, refused before any connection.
+    args = ["simulate", "--snapshot", "s", "--out", "o", "--master", "local[1]"]
+    if remote == "SPARK_REMOTE":
+        monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:1")
+    else:
+        args += ["--remote", "sc://localhost:1"]
+    assert main(args) == 2
+    assert "give --master or --remote (SPARK_REMOTE), not both" in capsys.readouterr().err
+
+
 def test_unknown_strategy_argument_is_exit_code_2(tmp_path) -> None:
     snapshot = _one_queue(tmp_path)
     done = _run(
