@@ -88,7 +88,8 @@ def connect_session(remote: str, *, app_name: str, conf: Mapping[str, str] | Non
     if ignored:
         log.warning("Spark Connect: not settable from a client, ignored: %s", ", ".join(ignored))
     ship_package(spark)
-    log.info("Spark %s through Spark Connect at %s", spark.version, remote)
+    # The connection string's parameters may hold a token: the log gets the address only.
+    log.info("Spark %s through Spark Connect at %s", spark.version, remote.split(";")[0].rstrip("/"))
     return spark
 
 
