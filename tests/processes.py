@@ -1,5 +1,6 @@
-"""What the tests that start real Spark processes share: a Python without rmqsim for the workers,
-free ports, waiting for a server's log line, and comparing two runs' output tables."""
+"""What the tests that start real Spark processes share: make package's file names, a Python
+without rmqsim for the workers, free ports, waiting for a server's log line, and comparing two
+runs' output tables."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import sysconfig
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.dataset as ds
 import pyspark
 
+import rmqsim
+
+ROOT = Path(__file__).resolve().parent.parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+ZIP = f"rmqsim-{rmqsim.__version__}.zip"  # make package's --py-files zip
+WHEEL = f"rmqsim-{rmqsim.__version__}-py3-none-any.whl"
 
 
 def python_without_rmqsim(folder: Path) -> Path:
@@ -70,13 +74,14 @@ def spark_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def output_tables(out: Path) -> dict[str, pa.Table]:
-    """Every table of a run, its rows in one order whatever files and partitions hold them."""
-    tables = {}
-    folders = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
-    for path in sorted(p for p in folders if any(p.rglob("*.parquet"))):  # not charts/
-        table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
-        table = table.select(sorted(table.column_names))
-        flat = [c for c in table.column_names if not pa.types.is_nested(table.schema.field(c).type)]
-        tables[path.name] = table.sort_by([(c, "ascending") for c in flat])
-    return tables
+def same_tables(old: Path, new: Path) -> list[str]:
+    """Assert that two runs hold the same tables, equal in schema and rows (as multisets, floats
+    exactly), with the project's own tool for it, bench/compare_runs.py; the tables compared."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "compare_runs.py"), str(old), str(new)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    return [line.split()[0] for line in done.stdout.splitlines()[1:] if line.rstrip().endswith(" equal")]

@@ -6,7 +6,6 @@ must have imported rmqsim from that zip: a module missing from the package fails
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -14,15 +13,11 @@ import zipfile
 from pathlib import Path
 
 import pyarrow.dataset as ds
-import pyspark
 
-import rmqsim
 from tests.builders import ONE_SCENARIO
+from tests.processes import SPARK_HOME, WHEEL, ZIP, spark_env
 
 ROOT = Path(__file__).resolve().parent.parent
-SPARK_HOME = Path(pyspark.__file__).resolve().parent
-ZIP = f"rmqsim-{rmqsim.__version__}.zip"
-WHEEL = f"rmqsim-{rmqsim.__version__}-py3-none-any.whl"
 
 
 def _modules() -> set[str]:
@@ -46,8 +41,7 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
     # One scenario of one step: enough for every table, and the bundled file's five would only
     # add run time (make package's own copy of it is checked above).
     (work / "one.yml").write_text(ONE_SCENARIO)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(SPARK_HOME)}
-    env.pop("PYTHONPATH", None)
+    env = spark_env(PYSPARK_PYTHON=sys.executable)
     command = [
         str(SPARK_HOME / "bin" / "spark-submit"),
         "--master",
@@ -84,8 +78,7 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
 def test_a_wheel_in_py_files_stops_the_job_before_any_spark_work(packaged: Path, tmp_path: Path) -> None:
     """Spark ships .zip, .egg and .py files to executors, not .whl: the job says so and exits 2
     rather than failing deep in a task on a cluster (on local[2] the wheel would even work)."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(SPARK_HOME)}
-    env.pop("PYTHONPATH", None)
+    env = spark_env(PYSPARK_PYTHON=sys.executable)
     command = [
         str(SPARK_HOME / "bin" / "spark-submit"),
         "--master",
