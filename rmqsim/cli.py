@@ -51,7 +51,9 @@ def _session(args: argparse.Namespace):
 
 
 def _remote(args: argparse.Namespace) -> str | None:
-    return getattr(args, "remote", None) or os.environ.get("SPARK_REMOTE") or None
+    from rmqsim.session import remote_url
+
+    return remote_url(getattr(args, "remote", None))
 
 
 def _positive_int(text: str) -> int:

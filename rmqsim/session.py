@@ -51,7 +51,7 @@ def build_session(
 ) -> SparkSession:
     """A Spark Connect session where ``remote`` (or SPARK_REMOTE) names a server; else local[*]
     unless a master comes from the CLI, the profile or spark-submit."""
-    remote = remote or os.environ.get("SPARK_REMOTE")
+    remote = remote_url(remote)
     if remote:
         return connect_session(remote, app_name=app_name, conf=conf)
     # Workers must run this interpreter, or Arrow UDFs fail with "No module named pyarrow".
@@ -70,6 +70,11 @@ def build_session(
     spark.sparkContext.setLogLevel("WARN")
     log.info("Spark %s; resolved configuration:\n%s", spark.version, describe_conf(resolved_conf(spark)))
     return spark
+
+
+def remote_url(remote: str | None = None) -> str | None:
+    """The Spark Connect server to use: ``remote``, else the SPARK_REMOTE environment variable."""
+    return remote or os.environ.get("SPARK_REMOTE") or None
 
 
 def connect_session(remote: str, *, app_name: str, conf: Mapping[str, str] | None) -> SparkSession:
