@@ -378,6 +378,40 @@ COMPARISON = StructType(
     ]
 )
 
+# One row per (scenario, strategy) with stale clients: rmqsim.rollups.exposure.
+EXPOSURE = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("strategy", STRING, False),
+        StructField("topic_groups", LONG, False),  # (topic, group) runs with a stale client
+        StructField("exposed", LONG, True),  # of them, with a queue read twice or by nobody
+        StructField("multi_owned_queues", LONG, True),
+        StructField("unassigned_queues", LONG, True),
+        StructField("multi_owned_backlog", LONG, True),  # null without offsets
+        StructField("unassigned_backlog", LONG, True),
+        StructField("queues", LONG, True),
+        StructField("at_risk_fraction", DOUBLE, True),  # (multi-owned + unassigned) / queues
+    ]
+)
+
+# One row per group of a run with scenarios: rmqsim.rollups.recommendation.
+RECOMMENDATION = StructType(
+    [
+        StructField("group", STRING, False),
+        StructField("best_balance", STRING, True),  # null: no strategy ran everywhere without throwing
+        StructField("best_max_over_mean", DOUBLE, True),  # rounded to 3 places
+        StructField("fewest_moves", STRING, True),
+        StructField("fewest_moved", LONG, True),
+        StructField("consumers", LONG, True),  # in the snapshot
+        StructField("useful_consumers", LONG, True),  # at most its biggest topic's queue count
+        StructField("pop_share_queue_num", INT, True),
+        StructField("pop_idle_consumers", LONG, True),
+        StructField("pop_max_message_share", DOUBLE, True),
+        StructField("one_library_multi_owned", LONG, True),  # the best_balance strategy's
+        StructField("one_library_unassigned", LONG, True),
+    ]
+)
+
 REJECTS = StructType(
     [
         StructField("source", STRING, False),

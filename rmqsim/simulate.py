@@ -8,10 +8,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
-from rmqsim import metrics, session
+from rmqsim import metrics, rollups, schemas, session
 from rmqsim.config import SimulateConfig
 from rmqsim.output import RunOutput
 from rmqsim.scenarios import apply, names, parse
@@ -142,6 +144,11 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
         df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
+def write_rollup(output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType):
+    """A table rolled up in the driver (rmqsim.rollups), written as one file in its row order."""
+    write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
+
+
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
     output = RunOutput(config.out, mode=config.mode, remote=session.is_remote(spark))
@@ -174,21 +181,22 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
             # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
             movement = stage.movement(routes_in)
             write_table(output, movement, "movement", *PARTITIONED_BY)
-            written = metrics.scenario_comparison(
-                spark.read.parquet(output.table("summary")), spark.read.parquet(output.table("movement"))
+            moves = spark.read.parquet(output.table("movement")).select(*rollups.MOVEMENT_COLUMNS).toArrow()
+            summary = spark.read.parquet(output.table("summary")).toArrow()
+            compared = rollups.comparison(summary, moves)
+            write_rollup(output, spark, compared, "comparison", schemas.COMPARISON)
+            advice = rollups.recommendation(
+                group_metrics.select(*rollups.GROUP_METRICS_COLUMNS).toArrow(),
+                metrics.group_load(consumer_load).toArrow(),
+                moves,
             )
-            write_table(output, written.coalesce(1), "comparison")
-            tables = ("group_metrics", "consumer_load", "movement")
-            advice = metrics.recommendation(*[spark.read.parquet(output.table(t)) for t in tables])
-            write_table(output, advice.coalesce(1), "recommendation")
-            advised = [r.asDict() for r in spark.read.parquet(output.table("recommendation")).collect()]
-            comparison = [r.asDict() for r in spark.read.parquet(output.table("comparison")).collect()]
+            write_rollup(output, spark, advice, "recommendation", schemas.RECOMMENDATION)
+            advised, comparison = advice.to_pylist(), compared.to_pylist()
             if with_stale_views:
                 write_table(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
-                risk = metrics.exposure(spark.read.parquet(output.table("split_brain")))
-                write_table(output, risk.coalesce(1), "exposure")
-                written = spark.read.parquet(output.table("exposure"))
-                exposed = [r.asDict() for r in metrics.most_exposed_first(written).collect()]
+                risk = rollups.exposure(spark.read.parquet(output.table("split_brain")).toArrow())
+                write_rollup(output, spark, risk, "exposure", schemas.EXPOSURE)
+                exposed = risk.to_pylist()
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         write_table(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
         rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]

@@ -95,7 +95,7 @@ def snapshot_summary(run: Run) -> pd.DataFrame:
 
 
 def _most_exposed_first(exposure: pd.DataFrame | None) -> pd.DataFrame | None:
-    """metrics.most_exposed_first in pandas (the table is written unordered)."""
+    """Most exposed first (rollups.exposure), whatever order the files are read in."""
     if exposure is None:
         return None
     order = exposure.sort_values(["scenario", "at_risk_fraction", "strategy"], ascending=[True, False, True])

@@ -1,0 +1,285 @@
+"""The run's small tables, rolled up in the driver with pyarrow: comparison and exposure (a row per
+scenario and strategy) and recommendation (a row per group).
+
+Their inputs are metric tables the run has written, handed over by Spark as Arrow with only the
+columns read (consumer_load aggregated per group first: it has a row per client). As Spark
+queries, their joins and windows over tables of a few rows were a dozen jobs each, more than every
+other table of a small run together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import StructType
+
+from rmqsim import schemas
+from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
+
+SCENARIO_STRATEGY = ["scenario", "strategy"]
+
+# The summary columns compared between phase 0 and a scenario's last phase.
+COMPARED = (
+    "fleet_max_queues",
+    "fleet_mean_queues",
+    "fleet_max_over_mean",
+    "idle_consumers",
+    "unassigned_queues",
+    "multi_owned_queues",
+    "shared_queues",
+)
+
+# What recommendation and comparison read of each table.
+MOVEMENT_COLUMNS = (
+    "scenario",
+    "strategy",
+    "group",
+    "from_phase",
+    "to_phase",
+    "queues_in_both",
+    "moved",
+    "min_moves",
+    "moved_backlog",
+)
+GROUP_METRICS_COLUMNS = (
+    "scenario",
+    "phase",
+    "strategy",
+    "topic",
+    "group",
+    "error",
+    "consumer_count",
+    "queue_count",
+    "pop_idle_consumers",
+    "pop_max_message_share",
+    "one_library_multi_owned",
+    "one_library_unassigned",
+)
+
+
+def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
+    """``values`` where ``mask`` holds, else null (SQL's ``when``: aggregates then skip them)."""
+    return pc.if_else(mask, values, pa.scalar(None, values.type))
+
+
+def _conformed(table: pa.Table, schema: StructType) -> pa.Table:
+    return pa.table({f.name: table[f.name].cast(to_arrow_type(f.dataType)) for f in schema.fields})
+
+
+def _last_phases(summary: pa.Table) -> pa.Table:
+    return (
+        summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns(["scenario", "last_phase"])
+    )
+
+
+def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
+    """One row per (scenario, strategy), schemas.COMPARISON, in that order: the fleet at phase 0
+    against the last phase, and the queues that changed owner between the two (with the fewest
+    possible) and over every step."""
+    phases = summary.join(_last_phases(summary), "scenario")
+    before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
+    before = before.rename_columns([*SCENARIO_STRATEGY, *[f"{c}_before" for c in COMPARED]])
+    after = phases.filter(pc.equal(phases["phase"], phases["last_phase"]))
+    after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
+    after = after.rename_columns([*SCENARIO_STRATEGY, "last_phase", *[f"{c}_after" for c in COMPARED]])
+
+    moved = movement.join(_last_phases(summary), "scenario", join_type="inner")
+    whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
+    step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
+    per_run = pa.table(
+        {
+            "scenario": moved["scenario"],
+            "strategy": moved["strategy"],
+            "queues_in_both": _where(whole, moved["queues_in_both"]),
+            "queues_moved": _where(whole, moved["moved"]),
+            "min_moves": _where(whole, moved["min_moves"]),
+            "moved_over_steps": _where(step, moved["moved"]),
+            "moved_backlog": _where(whole, moved["moved_backlog"]),
+            "_whole": pc.cast(whole, pa.int64()),
+        }
+    )
+    sums = ["queues_in_both", "queues_moved", "min_moves", "moved_over_steps", "moved_backlog"]
+    moves = per_run.group_by(SCENARIO_STRATEGY).aggregate(
+        [*[(c, "sum") for c in sums], ("_whole", "sum"), ("min_moves", "count")]
+    )
+    # Null where any (topic, group) has none (an unowned or twice-owned queue after): a sum of
+    # the others would pass for the scenario's minimum.
+    complete = pc.equal(pc.fill_null(moves["_whole_sum"], 0), moves["min_moves_count"])
+    moves = pa.table(
+        {
+            **{c: moves[c] for c in SCENARIO_STRATEGY},
+            **{c: moves[f"{c}_sum"] for c in sums},
+        }
+    ).set_column(4, "min_moves", _where(complete, moves["min_moves_sum"]))
+    out = before.join(after, SCENARIO_STRATEGY, join_type="full outer").join(
+        moves, SCENARIO_STRATEGY, join_type="left outer"
+    )
+    return _conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+
+
+def exposure(split_brain: pa.Table) -> pa.Table:
+    """One row per (scenario, strategy), schemas.EXPOSURE: the split-brain risk summed over the
+    groups with stale clients, the most exposed strategy of each scenario first."""
+    risk = pc.add(split_brain["multi_owned_queues"], split_brain["unassigned_queues"])
+    rows = split_brain.append_column("_exposed", pc.cast(pc.greater(risk, 0), pa.int64()))
+    summed = ["multi_owned_queues", "unassigned_queues", "multi_owned_backlog", "unassigned_backlog"]
+    out = rows.group_by(SCENARIO_STRATEGY).aggregate(
+        [
+            ("scenario", "count", pc.CountOptions(mode="all")),
+            ("_exposed", "sum"),
+            *[(c, "sum") for c in summed],
+            ("queue_count", "sum"),
+        ]
+    )
+    queues = out["queue_count_sum"]
+    at_risk = pc.add(out["multi_owned_queues_sum"], out["unassigned_queues_sum"])
+    fraction = pc.divide(pc.cast(at_risk, pa.float64()), pc.cast(queues, pa.float64()))
+    table = pa.table(
+        {
+            "scenario": out["scenario"],
+            "strategy": out["strategy"],
+            "topic_groups": out["scenario_count"],
+            "exposed": out["_exposed_sum"],
+            **{c: out[f"{c}_sum"] for c in summed},
+            "queues": queues,
+            # ANSI mode: x / 0 is an error, and a group may have no queue
+            "at_risk_fraction": _where(pc.greater(queues, 0), fraction),
+        }
+    )
+    order = [("scenario", "ascending"), ("at_risk_fraction", "descending"), ("strategy", "ascending")]
+    return _conformed(table.sort_by(order), schemas.EXPOSURE)  # nulls last
+
+
+def rounded(values: np.ndarray, places: int) -> np.ndarray:
+    """Spark's round() of doubles: half up on the decimal that prints the double. A double is at
+    or past the half-way decimal exactly when it is at or past that decimal's nearest double."""
+    scale = 10.0**places
+    low = np.floor(values * scale)
+    halfway = (2 * low + 1) / (2 * scale)
+    return np.where(values >= halfway, low + 1, low) / scale
+
+
+def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) -> pa.Table:
+    """One row per group, schemas.RECOMMENDATION, in group order: over every scenario and phase
+    run, each strategy's worst max/mean of its clients' queues summed over the group's topics
+    (``load``: max_over_mean per scenario, phase, strategy and group) and the queues it moved over
+    the steps; the strategy with the best balance (then the fewest moves), the one with the fewest
+    moves (then the best balance), and how many of the group's clients are useful in the snapshot:
+    beyond its biggest topic's queue count, the rest sit idle whatever the strategy.
+
+    A strategy never wins where the client throws with it but not with every strategy (where all
+    throw, a step left the topic without queues: no strategy is to blame), nor where it was not
+    simulated in every phase the others were (skipped for lack of its configuration: its missing
+    phases would pass for phases without moves). A group with no such strategy has no winner."""
+    per_strategy = _per_strategy(group_metrics)
+    worst = load.group_by(["group", "strategy"]).aggregate([("max_over_mean", "max")])
+    worst = worst.rename_columns(["group", "strategy", "worst_max_over_mean"])
+    step = pc.equal(movement["to_phase"], pc.add(movement["from_phase"], 1))
+    moves = movement.filter(step).group_by(["group", "strategy"]).aggregate([("moved", "sum")])
+    per_strategy = per_strategy.join(worst, ["group", "strategy"], join_type="left outer")
+    moves = moves.rename_columns(["group", "strategy", "moved"])
+    return _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
+
+
+def _per_strategy(group_metrics: pa.Table) -> pa.Table:
+    """Per (group, strategy): errors not every strategy shares, runs, and the snapshot's figures."""
+    threw = pc.is_valid(group_metrics["error"])
+    run = ["group", "scenario", "phase", "topic"]
+    flagged = group_metrics.append_column("_threw", threw)
+    every = flagged.group_by(run).aggregate([("_threw", "min")])
+    flagged = flagged.join(every, run)
+    blamed = pc.and_(flagged["_threw"], pc.invert(flagged["_threw_min"]))
+    snapshot = pc.equal(flagged["phase"], 0)
+    figures = ("consumer_count", "queue_count", "pop_idle_consumers", "pop_max_message_share")
+    one_library = ("one_library_multi_owned", "one_library_unassigned")
+    rows = pa.table(
+        {
+            "group": flagged["group"],
+            "strategy": flagged["strategy"],
+            "scenario": flagged["scenario"],
+            "_blamed": pc.cast(blamed, pa.int64()),
+            **{c: _where(snapshot, flagged[c]) for c in (*figures, *one_library)},
+        }
+    )
+    out = rows.group_by(["group", "strategy"]).aggregate(
+        [
+            ("_blamed", "sum"),
+            ("group", "count", pc.CountOptions(mode="all")),
+            *[(c, "max") for c in figures],
+            *[(c, "sum") for c in one_library],
+            ("scenario", "count_distinct"),
+        ]
+    )
+    most_runs = out.group_by("group").aggregate([("group_count", "max")])
+    out = out.join(most_runs, "group")
+    scenarios = pc.cast(out["scenario_count_distinct"], pa.float64())
+    return pa.table(
+        {
+            "group": out["group"],
+            "strategy": out["strategy"],
+            "eligible": pc.and_(
+                pc.equal(out["_blamed_sum"], 0), pc.equal(out["group_count"], out["group_count_max"])
+            ),
+            "consumers": out["consumer_count_max"],
+            "most_queues": out["queue_count_max"],
+            "pop_idle_consumers": out["pop_idle_consumers_max"],
+            "pop_max_message_share": out["pop_max_message_share_max"],
+            # (sum / scenarios) as a long: truncated, as Spark casts a double
+            **{
+                c: pc.cast(pc.trunc(pc.divide(pc.cast(out[f"{c}_sum"], pa.float64()), scenarios)), pa.int64())
+                for c in one_library
+            },
+        }
+    )
+
+
+def _firsts(table: pa.Table, order: list[str]) -> pa.Table:
+    """Each group's first row by ``order`` (ascending, after the group)."""
+    ranked = table.sort_by([("group", "ascending"), *[(c, "ascending") for c in order]])
+    groups = ranked["group"].to_numpy(zero_copy_only=False)
+    first = np.ones(len(groups), dtype=bool)
+    first[1:] = groups[1:] != groups[:-1]
+    return ranked.filter(pa.array(first))
+
+
+def _best_per_group(per_strategy: pa.Table) -> pa.Table:
+    worst = per_strategy["worst_max_over_mean"].to_numpy(zero_copy_only=False).astype(float)
+    known = ~np.isnan(worst)
+    balance = np.full(len(worst), np.inf)
+    balance[known] = rounded(worst[known], 3)
+    table = per_strategy.append_column("balance", pa.array(balance)).set_column(
+        per_strategy.schema.get_field_index("moved"), "moved", pc.fill_null(per_strategy["moved"], 0)
+    )
+    eligible = table.filter(table["eligible"])
+    best = _firsts(eligible, ["balance", "moved", "strategy"]).select(
+        ["group", "strategy", "balance", "one_library_multi_owned", "one_library_unassigned"]
+    )
+    best = best.rename_columns(["group", "best_balance", "best_max_over_mean", *best.column_names[3:]])
+    fewest = _firsts(eligible, ["moved", "balance", "strategy"]).select(["group", "strategy", "moved"])
+    fewest = fewest.rename_columns(["group", "fewest_moves", "fewest_moved"])
+    figures = ("consumers", "most_queues", "pop_idle_consumers", "pop_max_message_share")
+    groups = table.group_by("group").aggregate([(c, "max") for c in figures])
+    groups = groups.rename_columns(["group", *figures])
+    out = groups.join(best, "group").join(fewest, "group").sort_by("group")
+    best_balance = out["best_max_over_mean"]
+    pop_idle = out["pop_idle_consumers"]
+    return _conformed(
+        out.set_column(
+            out.schema.get_field_index("best_max_over_mean"),
+            "best_max_over_mean",
+            _where(pc.less(best_balance, np.inf), best_balance),
+        )
+        .append_column("useful_consumers", _least(out["consumers"], out["most_queues"]))
+        .append_column(
+            "pop_share_queue_num",
+            _where(pc.is_valid(pop_idle), pa.array(np.full(len(out), POP_SHARE_QUEUE_NUM), pa.int32())),
+        ),
+        schemas.RECOMMENDATION,
+    )
+
+
+def _least(a, b):
+    """SQL's least: the smaller of the two, nulls skipped."""
+    return pc.min_element_wise(a, b, skip_nulls=True)
