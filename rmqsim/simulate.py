@@ -203,8 +203,8 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         # Rejects counted from the written table: recounting the rules would run them all again.
         written = spark.read.parquet(output.table("rejects"))
         reconciled = reconcile.reconciliation(built.loaded, built.checked.snapshot, written)
-        write_table(output, reconciled.coalesce(1), "reconciliation")
-        counted = [r.asDict() for r in spark.read.parquet(output.table("reconciliation")).collect()]
+        counted = reconciled.toArrow()  # a row per table: written from the driver, not counted twice
+        write_rollup(output, spark, counted, "reconciliation", reconciled.schema)
         output.publish()
     except BaseException:
         output.abandon()
@@ -220,5 +220,5 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
         sorted(advised, key=lambda r: r["group"]),
         exposed,
-        sorted(counted, key=lambda r: reconcile.TABLES.index(r["table"])),
+        sorted(counted.to_pylist(), key=lambda r: reconcile.TABLES.index(r["table"])),
     )
