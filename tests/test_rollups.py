@@ -1,0 +1,152 @@
+"""rmqsim.rollups on tables built by hand: the rules of the recommendation and the comparison
+(docs/CONTRACT.md, section 4), without Spark."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from rmqsim import rollups, schemas
+
+SNAPSHOT_FIGURES = {
+    "consumer_count": 4,
+    "queue_count": 3,
+    "pop_idle_consumers": None,
+    "pop_max_message_share": None,
+    "one_library_multi_owned": None,
+    "one_library_unassigned": None,
+}
+
+
+def _group_metrics(rows: list[tuple[str, int, str, str | None]]) -> pa.Table:
+    """(group, phase, strategy, error) of scenario s, topic t; the snapshot's figures at phase 0."""
+    records = [
+        {
+            "scenario": "s",
+            "phase": phase,
+            "strategy": strategy,
+            "topic": "t",
+            "group": group,
+            "error": error,
+            **{k: (v if phase == 0 else 1) for k, v in SNAPSHOT_FIGURES.items()},
+        }
+        for group, phase, strategy, error in rows
+    ]
+    types = {"pop_max_message_share": pa.float64(), "error": pa.string(), "phase": pa.int32()}
+    schema = pa.schema(
+        [
+            (c, types.get(c, pa.string() if isinstance(records[0][c], str) else pa.int64()))
+            for c in rollups.GROUP_METRICS_COLUMNS
+        ]
+    )
+    return pa.Table.from_pylist(records, schema)
+
+
+def _load(rows: list[tuple[str, int, str, float]]) -> pa.Table:
+    """(group, phase, strategy, max_over_mean) of scenario s."""
+    return pa.Table.from_pylist(
+        [
+            {"scenario": "s", "phase": p, "strategy": st, "group": g, "max_over_mean": m}
+            for g, p, st, m in rows
+        ]
+    )
+
+
+def _movement(rows: list[tuple[str, str, int, int, int, int | None]]) -> pa.Table:
+    """(group, strategy, from_phase, to_phase, moved, min_moves) of scenario s; 4 queues in both."""
+    schema = pa.schema(
+        [
+            (c, pa.string() if c in ("scenario", "strategy", "group") else pa.int64())
+            for c in rollups.MOVEMENT_COLUMNS
+        ]
+    )
+    return pa.Table.from_pylist(
+        [
+            {
+                "scenario": "s",
+                "strategy": st,
+                "group": g,
+                "from_phase": f,
+                "to_phase": t,
+                "queues_in_both": 4,
+                "moved": moved,
+                "min_moves": least,
+                "moved_backlog": None,
+            }
+            for g, st, f, t, moved, least in rows
+        ],
+        schema,
+    )
+
+
+def test_the_recommendation_breaks_ties_and_passes_over_a_strategy_that_alone_throws() -> None:
+    phases = [0, 1]
+    metrics = _group_metrics(
+        [("g", p, st, "boom" if (st, p) == ("C", 1) else None) for st in "ABC" for p in phases]
+        # Group h: every strategy throws at phase 1, so none is to blame.
+        + [("h", p, st, "no queues" if p == 1 else None) for st in "ABC" for p in phases]
+    )
+    load = _load(
+        [
+            ("g", 0, "A", 1.3334),  # worst 1.3334, rounded 1.333
+            ("g", 1, "A", 1.0),
+            ("g", 0, "B", 1.3331),  # worst 1.3331, rounded 1.333: a tie with A
+            ("g", 1, "B", 1.2),
+            ("g", 0, "C", 1.0),  # the best balance, but C threw where A and B did not
+            ("g", 1, "C", 1.0),
+            *[("h", 0, st, 2.0) for st in "ABC"],
+        ]
+    )
+    movement = _movement(
+        [
+            ("g", "A", 0, 1, 2, 2),
+            ("g", "B", 0, 1, 1, 1),
+            ("g", "C", 0, 1, 0, 0),
+            *[("h", st, 0, 1, 0, None) for st in "ABC"],
+        ]
+    )
+    out = {r["group"]: r for r in rollups.recommendation(metrics, load, movement).to_pylist()}
+    # g: A and B tie on 1.333; B moved 1 queue, A 2: B is best balanced and moves fewest.
+    assert (out["g"]["best_balance"], out["g"]["best_max_over_mean"]) == ("B", 1.333)
+    assert (out["g"]["fewest_moves"], out["g"]["fewest_moved"]) == ("B", 1)
+    # 4 clients in the snapshot, its biggest topic 3 queues: one sits idle whatever the strategy.
+    assert (out["g"]["consumers"], out["g"]["useful_consumers"]) == (4, 3)
+    assert out["g"]["pop_share_queue_num"] is None  # no POP figures: no idle client in a topic
+    # h: all three threw at phase 1, so all stay eligible; equal in everything, the name decides.
+    assert (out["h"]["best_balance"], out["h"]["fewest_moves"]) == ("A", "A")
+    assert list(out) == ["g", "h"]
+
+
+def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
+    summary = pa.Table.from_pylist(
+        [
+            {"scenario": "s", "phase": p, "strategy": st, **{c: p for c in rollups.COMPARED}}
+            for st, phases in (("A", (0, 1, 2)), ("B", (0, 1)))
+            for p in phases
+        ]
+    ).cast(
+        pa.schema(
+            [("scenario", pa.string()), ("phase", pa.int32()), ("strategy", pa.string())]
+            + [(c, pa.float64() if "mean" in c else pa.int64()) for c in rollups.COMPARED]
+        )
+    )
+    movement = _movement(
+        [
+            ("g1", "A", 0, 1, 1, 1),
+            ("g1", "A", 1, 2, 1, 1),  # out and back: 2 over the steps, 0 from phase 0 to 2
+            ("g1", "A", 0, 2, 0, 0),
+            ("g2", "A", 0, 2, 3, None),  # a queue owned twice after: no minimum for g2
+            ("g2", "A", 0, 1, 3, None),
+        ]
+    )
+    out = rollups.comparison(summary, movement)
+    assert out.schema.names == schemas.COMPARISON.fieldNames()
+    rows = {r["strategy"]: r for r in out.to_pylist()}
+    a = rows["A"]
+    assert (a["last_phase"], a["fleet_max_queues_before"], a["fleet_max_queues_after"]) == (2, 0, 2)
+    # phase 0 to 2: g1 moved 0, g2 3 of 4 + 4 queues in both; steps: 1 + 1 + 3.
+    assert (a["queues_in_both"], a["queues_moved"], a["moved_over_steps"]) == (8, 3, 5)
+    assert a["min_moves"] is None  # g1's 0 alone would pass for the scenario's minimum
+    # B never reached phase 2, the scenario's last: its row has phase 0 and nothing after.
+    b = rows["B"]
+    assert (b["fleet_max_queues_before"], b["last_phase"], b["fleet_max_queues_after"]) == (0, None, None)
+    assert b["queues_moved"] is None
