@@ -145,7 +145,7 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
 
 
 def write_rollup(output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType):
-    """A table rolled up in the driver (rmqsim.rollups), written as one file in its row order."""
+    """A small table the driver holds as Arrow, written as one file in its row order."""
     write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
 
 
@@ -173,7 +173,9 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         consumer_load = metrics.consumer_load(client_queues)
         write_table(output, group_metrics, "group_metrics", *PARTITIONED_BY)
         write_table(output, consumer_load, "consumer_load", *PARTITIONED_BY)
-        write_table(output, metrics.strategy_summary(group_metrics, consumer_load).coalesce(1), "summary")
+        summarised = metrics.strategy_summary(group_metrics, consumer_load)
+        summary = summarised.toArrow().sort_by([(c, "ascending") for c in metrics.RUN])
+        write_rollup(output, spark, summary, "summary", summarised.schema)
         comparison: list[dict] = []
         advised: list[dict] = []
         exposed: list[dict] = []
@@ -182,7 +184,6 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
             movement = stage.movement(routes_in)
             write_table(output, movement, "movement", *PARTITIONED_BY)
             moves = spark.read.parquet(output.table("movement")).select(*rollups.MOVEMENT_COLUMNS).toArrow()
-            summary = spark.read.parquet(output.table("summary")).toArrow()
             compared = rollups.comparison(summary, moves)
             write_rollup(output, spark, compared, "comparison", schemas.COMPARISON)
             advice = rollups.recommendation(
@@ -199,7 +200,6 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
                 exposed = risk.to_pylist()
         not_simulated = metrics.allocation_rejects(staged, group_metrics)
         write_table(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
-        rows = [r.asDict() for r in spark.read.parquet(output.table("summary")).collect()]
         # Rejects counted from the written table: recounting the rules would run them all again.
         written = spark.read.parquet(output.table("rejects"))
         reconciled = reconcile.reconciliation(built.loaded, built.checked.snapshot, written)
@@ -216,7 +216,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: wrote %s", output.out)
     return RunResult(
         output.out,
-        sorted(rows, key=lambda r: (r["scenario"], r["phase"], r["strategy"])),
+        summary.to_pylist(),
         sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
         sorted(advised, key=lambda r: r["group"]),
         exposed,
