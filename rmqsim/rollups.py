@@ -1,10 +1,9 @@
 """The run's small tables, rolled up in the driver with pyarrow: comparison and exposure (a row per
 scenario and strategy) and recommendation (a row per group).
 
-Their inputs are metric tables the run has written, handed over by Spark as Arrow with only the
-columns read (consumer_load aggregated per group first: it has a row per client). As Spark
-queries, their joins and windows over tables of a few rows were a dozen jobs each, more than every
-other table of a small run together.
+Their inputs are the run's metric tables, handed over by Spark as Arrow with only the columns read
+(consumer_load aggregated per group first: it has a row per client). In Spark their joins and
+windows would cost a job each over tables of a few rows; here they cost none.
 """
 
 from __future__ import annotations
