@@ -77,14 +77,15 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
     """One row per (scenario, strategy), schemas.COMPARISON, in that order: the fleet at phase 0
     against the last phase, and the queues that changed owner between the two (with the fewest
     possible) and over every step."""
-    phases = summary.join(_last_phases(summary), "scenario")
+    last = _last_phases(summary)
+    phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
     before = before.rename_columns([*SCENARIO_STRATEGY, *[f"{c}_before" for c in COMPARED]])
     after = phases.filter(pc.equal(phases["phase"], phases["last_phase"]))
     after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
     after = after.rename_columns([*SCENARIO_STRATEGY, "last_phase", *[f"{c}_after" for c in COMPARED]])
 
-    moved = movement.join(_last_phases(summary), "scenario", join_type="inner")
+    moved = movement.join(last, "scenario", join_type="inner")
     whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
     step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
     per_run = pa.table(

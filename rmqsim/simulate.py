@@ -144,7 +144,9 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
         df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
-def write_rollup(output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType):
+def write_rollup(
+    output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType
+) -> None:
     """A small table the driver holds as Arrow, written as one file in its row order."""
     write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
 
