@@ -1,6 +1,6 @@
 """What the tests that start real Spark processes share: make package's file names, a Python
-without rmqsim for the workers, free ports, waiting for a server's log line, and comparing two
-runs' output tables."""
+without rmqsim for the workers, free ports, waiting for a server's log line, spark-submit of the
+packaged job, and comparing two runs' output tables."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
@@ -72,6 +73,25 @@ def spark_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), **extra}
     env.pop("PYTHONPATH", None)
     return env
+
+
+def submit_job(
+    packaged: Path,
+    *job_args: str,
+    master: str,
+    py_files: str = ZIP,
+    options: Sequence[str] = (),
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float,
+) -> tuple[int, str]:
+    """spark-submit of make package's simulate.py with ``py_files`` from ``packaged`` and
+    spark-submit ``options``: its exit code and its whole log (spark-submit prints its Python's
+    stderr on its stdout)."""
+    command = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, *options]
+    command += ["--py-files", str(packaged / py_files), str(packaged / "simulate.py"), *job_args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout + done.stderr
 
 
 def same_tables(old: Path, new: Path) -> list[str]:

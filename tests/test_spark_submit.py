@@ -7,7 +7,6 @@ must have imported rmqsim from that zip: a module missing from the package fails
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -15,9 +14,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 
 from tests.builders import ONE_SCENARIO
-from tests.processes import SPARK_HOME, WHEEL, ZIP, spark_env
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.processes import ROOT, WHEEL, ZIP, spark_env, submit_job
 
 
 def _modules() -> set[str]:
@@ -41,30 +38,21 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
     # One scenario of one step: enough for every table, and the bundled file's five would only
     # add run time (make package's own copy of it is checked above).
     (work / "one.yml").write_text(ONE_SCENARIO)
-    env = spark_env(PYSPARK_PYTHON=sys.executable)
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"),
-        "--master",
-        "local[2]",
-        "--properties-file",
-        str(packaged / "spark-local.properties"),
-        "--conf",
-        "spark.ui.enabled=false",
-        "--py-files",
-        str(packaged / ZIP),
-        str(packaged / "simulate.py"),
-        "--snapshot",
-        "snapshot",
-        "--out",
-        "out",
-        "--scenarios",
-        "one.yml",
-        "--strategies",
-        "AVG,STICKY",
-    ]
-    done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-4000:]
+    code, log = submit_job(
+        packaged,
+        *("--snapshot", "snapshot", "--out", "out", "--scenarios", "one.yml", "--strategies", "AVG,STICKY"),
+        master="local[2]",
+        options=[
+            "--properties-file",
+            str(packaged / "spark-local.properties"),
+            "--conf",
+            "spark.ui.enabled=false",
+        ],
+        env=spark_env(PYSPARK_PYTHON=sys.executable),
+        cwd=work,
+        timeout=600,
+    )
+    assert code == 0, log[-4000:]
     assert f"from {packaged / ZIP}/rmqsim/__init__.py" in log  # not the checkout's rmqsim
     # The resolved configuration: spark-submit's master and the profile's settings.
     assert "  spark.master=local[2]" in log and "  spark.sql.shuffle.partitions=8" in log
@@ -78,22 +66,16 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
 def test_a_wheel_in_py_files_stops_the_job_before_any_spark_work(packaged: Path, tmp_path: Path) -> None:
     """Spark ships .zip, .egg and .py files to executors, not .whl: the job says so and exits 2
     rather than failing deep in a task on a cluster (on local[2] the wheel would even work)."""
-    env = spark_env(PYSPARK_PYTHON=sys.executable)
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"),
-        "--master",
-        "local[2]",
-        "--py-files",
-        str(packaged / WHEEL),
-        str(packaged / "simulate.py"),
-        "--snapshot",
-        str(ROOT / "conf" / "sample_snapshot"),
-        "--out",
-        str(tmp_path / "out"),
-    ]
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    log = done.stdout + done.stderr  # spark-submit prints its Python's stderr on its stdout
-    assert done.returncode == 2, log[-3000:]
+    code, log = submit_job(
+        packaged,
+        *("--snapshot", str(ROOT / "conf" / "sample_snapshot"), "--out", str(tmp_path / "out")),
+        master="local[2]",
+        py_files=WHEEL,
+        env=spark_env(PYSPARK_PYTHON=sys.executable),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert code == 2, log[-3000:]
     assert "--py-files has a wheel" in log and WHEEL in log
     assert "rmqsim-VERSION.zip" in log and "pip install the wheel" in log
     assert not (tmp_path / "out").exists()  # nothing ran

@@ -20,6 +20,7 @@ from tests.processes import (
     python_without_rmqsim,
     same_tables,
     spark_env,
+    submit_job,
     wait_for,
 )
 
@@ -62,26 +63,24 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_tables_of_a_local_run(
     (tmp_path / "one.yml").write_text(ONE_SCENARIO)
     args = ["--snapshot", str(config.sample_snapshot()), "--scenarios", str(tmp_path / "one.yml")]
     args += ["--strategies", "AVG,STICKY,CONSISTENT_HASH"]
-    command = [
-        str(SPARK_HOME / "bin" / "spark-submit"),
-        "--master",
-        url,
-        "--properties-file",
-        str(packaged / "spark-cluster.properties"),
-        # The cluster profile's 4g executors would not fit this worker.
-        *("--conf", "spark.executor.memory=1g", "--conf", "spark.executor.memoryOverhead=512m"),
-        *("--conf", "spark.ui.enabled=false"),
-        "--py-files",
-        str(packaged / ZIP),
-        str(packaged / "simulate.py"),
+    code, log = submit_job(
+        packaged,
         *args,
-        "--out",
-        str(tmp_path / "cluster"),
-    ]
-    env = spark_env(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
-    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tmp_path, timeout=900)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-5000:]
+        *("--out", str(tmp_path / "cluster")),
+        master=url,
+        options=[
+            *("--properties-file", str(packaged / "spark-cluster.properties")),
+            # The cluster profile's 4g executors would not fit this worker.
+            *("--conf", "spark.executor.memory=1g", "--conf", "spark.executor.memoryOverhead=512m"),
+            *("--conf", "spark.ui.enabled=false"),
+        ],
+        env=spark_env(
+            SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python)
+        ),
+        cwd=tmp_path,
+        timeout=900,
+    )
+    assert code == 0, log[-5000:]
     assert f"from {packaged / ZIP}/rmqsim/__init__.py" in log  # the driver's rmqsim: the zip
     assert f"spark.master={url}" in log
     simulate.run(
