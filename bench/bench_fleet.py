@@ -16,7 +16,12 @@ Each round times, as fresh processes started the way a user starts them:
   simulate run's own O/assignments and writes it back as Parquet: start-up plus the least any
   job writing that many assignment rows spends.
 
-The two alternate which goes first (simulate in odd rounds, so the floor always has its table).
+With ``--prelude-given``, a third process (bench/prelude.py): simulate with its prelude (checks
+and route building) read from a run of it kept before the rounds; simulate less it is what the
+prelude costs.
+
+The processes rotate which goes first (simulate in the first round, so the floor always has its
+table).
 Printed: per round the seconds and simulate / floor; then best of (fastest simulate / fastest floor)
 and median (median simulate / median floor). WORKDIR/fleet-<options>/results.json keeps them,
 beside the run's out/ and floor/ (not in WORKDIR itself, where bench_simulate.py writes its own).
@@ -36,6 +41,7 @@ import sys
 import time
 from pathlib import Path
 
+import prelude
 import pyarrow.dataset as ds
 
 from rmqsim.snapshot import synthetic, write
@@ -100,6 +106,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
+    p.add_argument("--prelude-given", action="store_true", help="also time simulate without its prelude")
     args = p.parse_args()
     if args.assignments < 1 or args.rounds < 1:
         p.error("--assignments and --rounds must be positive")
@@ -123,19 +130,30 @@ def main() -> None:
         "simulate": [str(Path(sys.executable).parent / "rmqsim"), *simulate],
         "floor": [sys.executable, "-c", FLOOR, str(out / "assignments"), str(floor)],
     }
+    if args.prelude_given:
+        prelude.save(work / "prelude", snapshot=snapshot, scenarios=None, strategies="AVG")
+        given = [*simulate[:-4], "--out", str(work / "given"), "--strategies", "AVG"]
+        jobs["prelude given"] = prelude.given(work / "prelude", given)
     rounds = []
     for i in range(args.rounds):
-        order = list(jobs) if i % 2 == 0 else list(reversed(jobs))
+        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
         seconds = {name: timed(jobs[name]) for name in order}
         rounds.append({"first": order[0], **seconds, "ratio": seconds["simulate"] / seconds["floor"]})
         print(
-            f"round {i + 1} ({order[0]} first): simulate {seconds['simulate']:.1f} s, "
-            f"floor {seconds['floor']:.1f} s, ratio {rounds[-1]['ratio']:.2f}"
+            f"round {i + 1} ({order[0]} first): "
+            + ", ".join(f"{name} {seconds[name]:.1f} s" for name in jobs)
+            + f", ratio {rounds[-1]['ratio']:.2f}"
         )
     rows = ds.dataset(str(out / "assignments"), partitioning="hive").count_rows()
     best = {name: min(r[name] for r in rounds) for name in jobs}
     median = {name: statistics.median(r[name] for r in rounds) for name in jobs}
     print(f"assignment rows: {rows:,}")
+    if args.prelude_given:
+        print(
+            f"median: prelude given {median['prelude given']:.1f} s, "
+            f"prelude given / floor {median['prelude given'] / median['floor']:.2f}; "
+            f"the prelude: {median['simulate'] - median['prelude given']:.1f} s of simulate's median"
+        )
     print(
         f"best of {len(rounds)}: simulate {best['simulate']:.1f} s, floor {best['floor']:.1f} s, "
         f"ratio {best['simulate'] / best['floor']:.2f}"

@@ -13,7 +13,11 @@ a client joins). Each round times, as fresh processes started the way a user sta
   run whatever its logic: a Python (Arrow) task, and as many output tables as simulate writes (nine
   here: the four tables, the Python task's output, and a row count of each of the four).
 
-The two alternate which goes first. The figure to quote is the ratio of the medians.
+With ``--prelude-given``, a fourth process (bench/prelude.py): simulate with its prelude (checks,
+scenario steps, route building) read from a run of it kept before the rounds, so that simulate less
+it is what the prelude costs.
+
+The processes rotate which goes first. The figure to quote is the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import prelude
 import yaml
 
 from rmqsim import schemas
@@ -126,6 +131,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data" / "small")
+    p.add_argument("--prelude-given", action="store_true", help="also time simulate without its prelude")
     args = p.parse_args()
     work = args.workdir.resolve()
     snapshot, scenarios = work / "snapshot", work / "scenarios.yml"
@@ -133,17 +139,9 @@ def main() -> None:
     write_small(snapshot)
     scenarios.write_text(yaml.safe_dump(SCENARIO, sort_keys=False))
     rmqsim = str(Path(sys.executable).parent / "rmqsim")
+    simulate = ["simulate", "--snapshot", str(snapshot), "--scenarios", str(scenarios)]
     jobs = {
-        "simulate": [
-            rmqsim,
-            "simulate",
-            "--snapshot",
-            str(snapshot),
-            "--scenarios",
-            str(scenarios),
-            "--out",
-            str(work / "out"),
-        ],
+        "simulate": [rmqsim, *simulate, "--out", str(work / "out")],
         "floor": [sys.executable, "-c", FLOOR.format(tables=TABLES), str(snapshot), str(work / "floor")],
         "contract floor": [
             sys.executable,
@@ -153,9 +151,12 @@ def main() -> None:
             str(work / "contract-floor"),
         ],
     }
+    if args.prelude_given:
+        prelude.save(work / "prelude", snapshot=snapshot, scenarios=scenarios, strategies="configured")
+        jobs["prelude given"] = prelude.given(work / "prelude", [*simulate, "--out", str(work / "given")])
     rounds = []
     for i in range(args.rounds):
-        order = list(jobs) if i % 2 == 0 else list(reversed(jobs))
+        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
         seconds = {name: timed(jobs[name]) for name in order}
         rounds.append(seconds)
         print(
@@ -169,6 +170,11 @@ def main() -> None:
         f"simulate / floor {medians['simulate'] / medians['floor']:.2f}, "
         f"contract floor / floor {medians['contract floor'] / medians['floor']:.2f}"
     )
+    if args.prelude_given:
+        print(
+            f"prelude given / floor {medians['prelude given'] / medians['floor']:.2f}; "
+            f"the prelude: {medians['simulate'] - medians['prelude given']:.1f} s of simulate's median"
+        )
     result = {"rounds": rounds, "medians": medians, "ratio": medians["simulate"] / medians["floor"]}
     (work / "results.json").write_text(json.dumps(result, indent=2) + "\n")
 
