@@ -1,9 +1,10 @@
-"""Fixtures: one SparkSession for the whole test session (local[2], UI off, UTC), a sample run,
+"""Fixtures: one SparkSession for the whole test session (local[2], UI off, UTC), the demo's run,
 `make package`'s artefacts. The builders of test inputs are in tests/builders.py."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,22 +32,29 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def sample_run(spark, tmp_path_factory) -> Path:
-    """Every strategy and the bundled scenarios on the sample snapshot, simulated once for the
-    tests that read a run's outputs (the notebook, the HTML report). Tests may add files to it
-    (charts/, report.html) but must not change its tables."""
-    from rmqsim import config, simulate
-
-    out = tmp_path_factory.mktemp("sample_run") / "out"
-    simulate.run(
-        spark,
-        config.SimulateConfig(
-            snapshot=str(config.sample_snapshot()),
-            out=str(out),
-            strategies=config.parse_strategies("all"),
-            scenarios=str(config.sample_scenarios()),
-        ),
+def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`rmqsim demo --out DIR/out` run once as a user runs it, from a directory outside the source
+    tree (DIR): every strategy and the bundled scenarios on the sample snapshot. Its process, for
+    test_cli's look at what it printed; its tables, for the tests that read a run (sample_run)."""
+    where = tmp_path_factory.mktemp("demo")
+    done = subprocess.run(
+        [sys.executable, "-m", "rmqsim.cli", "demo", "--out", str(where / "out")],
+        capture_output=True,
+        text=True,
+        cwd=where,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        timeout=900,
     )
+    return where / "out", done
+
+
+@pytest.fixture(scope="session")
+def sample_run(demo_run) -> Path:
+    """The demo's outputs, for the tests that read a run's tables (the notebook, the HTML report,
+    the results API, the Spark Connect comparison). Tests may add files to it (charts/,
+    report.html) but must not change its tables."""
+    out, done = demo_run
+    assert done.returncode == 0, done.stderr[-3000:]
     return out
 
 

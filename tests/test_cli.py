@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,8 +98,8 @@ def test_wrong_column_type_is_exit_code_2_naming_table_and_column(spark, tmp_pat
     assert "brokers.alive: expected boolean, found string" in capsys.readouterr().err
 
 
-def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
-    done = _run("demo", "--out", str(tmp_path / "out"), cwd=tmp_path)
+def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) -> None:
+    out, done = demo_run  # run from a temporary directory: conftest.py
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert any(line.startswith("strategy") and "fleet max/mean" in line for line in lines)
@@ -114,8 +115,8 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     }
     assert {line.split()[0] for line in lines if line.split() and line.split()[0] in names} == names
     for table in ("assignments", "group_metrics", "consumer_load", "rejects", "summary"):
-        assert (tmp_path / "out" / table).is_dir(), table
-    assert not list(tmp_path.glob(".out.tmp-*"))  # staging renamed into place
+        assert (out / table).is_dir(), table
+    assert not list(out.parent.glob(".out.tmp-*"))  # staging renamed into place
 
     # The bundled scenarios: each printed, compared, and charted by `rmqsim report`.
     for scenario in (
@@ -128,7 +129,7 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
         "sms-sender-to-pop",
     ):
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
-    comparison = pq.read_table(tmp_path / "out" / "comparison").to_pandas()
+    comparison = pq.read_table(out / "comparison").to_pandas()
     # Left out: a stale view, clients of two libraries, and POP, which all leave queues read twice.
     unsettled = ["pay-consumer-split-brain", "go-clients-join-risk-engine", "sms-sender-to-pop"]
     settled = comparison[~comparison.scenario.isin(unsettled)]
@@ -136,7 +137,7 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     assert len(one_owner) == 12 and (one_owner.queues_moved >= one_owner.min_moves).all()
     # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
     assert any(line.startswith("split-brain risk, scenario pay-consumer-split-brain") for line in lines)
-    risk = pq.read_table(tmp_path / "out" / "split_brain").to_pandas()
+    risk = pq.read_table(out / "split_brain").to_pandas()
     assert set(risk.group) == {"pay-consumer"} and set(risk.phase) == {2} and (risk.stale_clients == 3).all()
     assert (risk.multi_owned_queues + risk.unassigned_queues).sum() > 0
     # Two Go clients join risk-engine (Java, CONSISTENT_HASH): the two rings disagree, so queues
@@ -153,10 +154,12 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(tmp_path) -> None:
     # After one step STICKY moves exactly the fewest queues a balanced assignment could.
     sticky = comparison[(comparison.strategy == "STICKY") & (comparison.scenario == "scale-out-two-brokers")]
     assert sticky.queues_moved.tolist() == sticky.min_moves.tolist()
-    advice = pq.read_table(tmp_path / "out" / "recommendation").to_pandas().set_index("group")
+    advice = pq.read_table(out / "recommendation").to_pandas().set_index("group")
     # notify-consumer: 6 clients on notifications, which has 4 queues (broker-c): 2 always idle.
     assert (advice.loc["notify-consumer"].consumers, advice.loc["notify-consumer"].useful_consumers) == (6, 4)
-    charts = _run("report", "--run", str(tmp_path / "out"), cwd=tmp_path)
+    # The report writes into the run it reads: a copy, without what other tests added to the demo's.
+    run = shutil.copytree(out, tmp_path / "out", ignore=shutil.ignore_patterns("charts", "report.html"))
+    charts = _run("report", "--run", str(run), cwd=tmp_path)
     assert charts.returncode == 0, charts.stderr[-3000:]
-    pngs = sorted((tmp_path / "out" / "charts").glob("*.png"))
+    pngs = sorted((run / "charts").glob("*.png"))
     assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

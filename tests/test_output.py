@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,15 @@ def _config(out, **kw) -> SimulateConfig:
     )
 
 
+@pytest.fixture(scope="module")
+def first_run(spark, tmp_path_factory) -> Path:
+    """_config's run, once: the tables the tests below compare with, or a copy of them that they
+    try to overwrite."""
+    out = tmp_path_factory.mktemp("first") / "out"
+    simulate.run(spark, _config(out))
+    return out
+
+
 def _shuffled_sample(out: Path) -> str:
     """The sample snapshot with every table's rows in another order, split over two files."""
     rng = np.random.default_rng(7)
@@ -50,23 +60,21 @@ def _kept_blocks(spark) -> int:
     return spark.sparkContext._jsc.sc().getPersistentRDDs().size()
 
 
-def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, tmp_path) -> None:
+def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, first_run, tmp_path) -> None:
     kept = _kept_blocks(spark)
-    simulate.run(spark, _config(tmp_path / "a"))
-    assert _kept_blocks(spark) == kept  # a run frees what it cached or checkpointed
     simulate.run(spark, _config(tmp_path / "b"))  # the same input again
+    assert _kept_blocks(spark) == kept  # a run frees what it cached or checkpointed
     shuffled = _shuffled_sample(tmp_path / "shuffled")
     simulate.run(spark, replace(_config(tmp_path / "c", partitions=3), snapshot=shuffled))
     for table in TABLES:
-        a = spark.read.parquet(str(tmp_path / "a" / table))
+        a = spark.read.parquet(str(first_run / table))
         for other in ("b", "c"):
             b = spark.read.parquet(str(tmp_path / other / table))
             assert_df_equality(a, b, ignore_row_order=True, ignore_column_order=True)
 
 
-def test_a_run_that_fails_midway_leaves_the_previous_result(spark, tmp_path, monkeypatch) -> None:
-    out = tmp_path / "out"
-    simulate.run(spark, _config(out))
+def test_a_run_that_fails_midway_leaves_the_previous_result(spark, first_run, tmp_path, monkeypatch) -> None:
+    out = shutil.copytree(first_run, tmp_path / "out")
     before = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
 
     real_write = simulate.write_table
@@ -93,9 +101,8 @@ def _files(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def test_a_run_killed_during_its_write_leaves_the_previous_result_intact(spark, tmp_path) -> None:
-    out = tmp_path / "out"
-    simulate.run(spark, _config(out))
+def test_a_run_killed_during_its_write_leaves_the_previous_result_intact(first_run, tmp_path) -> None:
+    out = shutil.copytree(first_run, tmp_path / "out")
     before = _files(out)
     command = [sys.executable, "-m", "rmqsim.cli", "simulate", "--snapshot", str(sample_snapshot())]
     command += ["--out", str(out), "--strategies", "all", "--master", "local[2]"]
