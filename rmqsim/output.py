@@ -15,6 +15,9 @@ import shutil
 import uuid
 from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from rmqsim.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,17 @@ class RunOutput:
 
     def table(self, name: str) -> str:
         return f"{self.staging}/{name}"
+
+    def write_arrow(self, table: pa.Table, name: str) -> None:
+        """``table`` as table ``name``, laid out as Spark lays out a table of one task: a directory
+        with one Parquet file and _SUCCESS. Local outputs only: it is written by this process."""
+        if not self.local:
+            raise ValueError(f"{self.out} is not on this machine: write {name} through Spark")
+        path = self.table(name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        pq.write_table(table, os.path.join(path, "part-00000.parquet"))
+        open(os.path.join(path, "_SUCCESS"), "w").close()
 
     def publish(self) -> str:
         """Move the finished run into place, replacing any previous one."""

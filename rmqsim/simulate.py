@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from rmqsim import metrics, rollups, schemas, session
@@ -147,8 +148,14 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
 def write_rollup(
     output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType
 ) -> None:
-    """A small table the driver holds as Arrow, written as one file in its row order."""
-    write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
+    """A small table the driver holds as Arrow, written as one file in its row order: by this
+    process where the output is on this machine (a Spark job costs more than such a table), else
+    by Spark. Either way its columns have ``schema``'s types."""
+    table = table.select(schema.fieldNames())
+    if output.local:
+        output.write_arrow(table.cast(to_arrow_schema(schema)), name)
+    else:
+        write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
 
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:

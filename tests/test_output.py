@@ -12,9 +12,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig, sample_snapshot
@@ -89,6 +100,45 @@ def test_a_run_that_fails_midway_leaves_the_previous_result(spark, first_run, tm
         simulate.run(spark, _config(out))
     assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == before
     assert not list(tmp_path.glob(".out.tmp-*"))  # the half-written staging directory is gone
+
+
+def test_a_small_table_written_by_this_process_reads_back_as_spark_writes_it(spark, tmp_path) -> None:
+    """write_rollup: pyarrow writes a local output's small tables, Spark the others (through Spark
+    Connect, hdfs://). Spark must read the same table from either: the schema's types, the rows in
+    their order, nulls kept."""
+    schema = StructType(
+        [
+            StructField("group", StringType()),
+            StructField("queues", IntegerType()),
+            StructField("moves", LongType()),
+            StructField("balance", DoubleType()),
+            StructField("settled", BooleanType()),
+            StructField("strategies", ArrayType(StringType())),
+        ]
+    )
+    # Columns in another order and wider integers than the schema's, as a rollup may build them.
+    table = pa.table(
+        {
+            "strategies": [["AVG", "STICKY"], None, []],
+            "settled": [True, None, False],
+            "balance": [1.25, None, 0.0],
+            "moves": pa.array([3, None, 2**40], pa.int64()),
+            "queues": pa.array([8, 4, None], pa.int64()),
+            "group": ["g1", None, "g3"],
+        }
+    )
+    local = RunOutput(str(tmp_path / "local"))
+    elsewhere = RunOutput(str(tmp_path / "elsewhere"), remote=True)  # in place, through Spark
+    for output in (local, elsewhere):
+        simulate.write_rollup(output, spark, table, "rollup", schema)
+    by_driver = spark.read.parquet(local.table("rollup"))
+    by_spark = spark.read.parquet(elsewhere.table("rollup"))
+    assert_df_equality(by_driver, by_spark)  # types, nullability and row order too
+    assert [tuple(r) for r in by_driver.collect()] == [
+        ("g1", 8, 3, 1.25, True, ["AVG", "STICKY"]),
+        (None, 4, None, None, None, None),
+        ("g3", None, 2**40, 0.0, False, []),
+    ]
 
 
 def test_mode_error_refuses_an_existing_destination(tmp_path) -> None:
