@@ -125,15 +125,14 @@ def main() -> None:
     sizes = {t: ds.dataset(str(snapshot / t)).count_rows() for t in ("topic_queues", "consumers", "groups")}
     print("fleet: " + ", ".join(f"{table} {rows:,} rows" for table, rows in sizes.items()))
 
-    simulate = ["simulate", "--snapshot", str(snapshot), "--out", str(out), "--strategies", "AVG"]
+    simulate = ["simulate", "--snapshot", str(snapshot), "--strategies", "AVG"]
     jobs = {
-        "simulate": [str(Path(sys.executable).parent / "rmqsim"), *simulate],
+        "simulate": [str(Path(sys.executable).parent / "rmqsim"), *simulate, "--out", str(out)],
         "floor": [sys.executable, "-c", FLOOR, str(out / "assignments"), str(floor)],
     }
     if args.prelude_given:
         prelude.save(work / "prelude", snapshot=snapshot, scenarios=None, strategies="AVG")
-        given = [*simulate[:-4], "--out", str(work / "given"), "--strategies", "AVG"]
-        jobs["prelude given"] = prelude.given(work / "prelude", given)
+        jobs["prelude given"] = prelude.given(work / "prelude", [*simulate, "--out", str(work / "given")])
     rounds = []
     for i in range(args.rounds):
         order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]

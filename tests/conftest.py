@@ -36,16 +36,10 @@ def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """`rmqsim demo --out DIR/out` run once as a user runs it, from a directory outside the source
     tree (DIR): every strategy and the bundled scenarios on the sample snapshot. Its process, for
     test_cli's look at what it printed; its tables, for the tests that read a run (sample_run)."""
+    from tests.processes import run_cli
+
     where = tmp_path_factory.mktemp("demo")
-    done = subprocess.run(
-        [sys.executable, "-m", "rmqsim.cli", "demo", "--out", str(where / "out")],
-        capture_output=True,
-        text=True,
-        cwd=where,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        timeout=900,
-    )
-    return where / "out", done
+    return where / "out", run_cli("demo", "--out", str(where / "out"), cwd=where, timeout=900)
 
 
 @pytest.fixture(scope="session")

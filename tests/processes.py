@@ -1,6 +1,6 @@
 """What the tests that start real Spark processes share: make package's file names, a Python
-without rmqsim for the workers, free ports, waiting for a server's log line, spark-submit of the
-packaged job, and comparing two runs' output tables."""
+without rmqsim for the workers, free ports, waiting for a server's log line, the CLI as a process,
+spark-submit of the packaged job, and comparing two runs' output tables."""
 
 from __future__ import annotations
 
@@ -73,6 +73,13 @@ def spark_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), **extra}
     env.pop("PYTHONPATH", None)
     return env
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`rmqsim ARGS` as a user runs it: a process of its own, its workers on this interpreter."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    command = [sys.executable, "-m", "rmqsim.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
 def submit_job(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,14 +12,13 @@ import pytest
 
 from rmqsim.cli import main
 from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
+from tests.processes import run_cli
 
-RMQSIM = [sys.executable, "-m", "rmqsim.cli"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    return subprocess.run([*RMQSIM, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return run_cli(*args, cwd=cwd)
 
 
 def _one_queue(tmp_path: Path) -> str:
