@@ -103,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
     built = simulate.build_group_routes(spark, cfg)
     staged = stage.partition_by_group(
-        built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
+        spark.createDataFrame(built.group_routes),
+        partitions=simulate.allocation_partitions(spark, cfg),
+        absent=built.absent,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         routes = staged.count()
@@ -121,7 +123,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         spark_version = spark.version
     finally:
         staged.unpersist()
-        built.checked.unpersist()
         spark.stop()
 
     floor = statistics.median(seconds["floor"])

@@ -100,7 +100,9 @@ def assignments_only_job(
         start = time.perf_counter()
         built = simulate.build_group_routes(spark, cfg)
         staged = stage.partition_by_group(
-            built.group_routes, partitions=simulate.allocation_partitions(spark, cfg), absent=built.absent
+            spark.createDataFrame(built.group_routes),
+            partitions=simulate.allocation_partitions(spark, cfg),
+            absent=built.absent,
         )
         try:
             staged = session.checkpoint(staged)  # as simulate.run keeps its routes
@@ -109,7 +111,6 @@ def assignments_only_job(
             return routed - start, time.perf_counter() - routed
         finally:
             session.release(staged)
-            built.checked.unpersist()
 
     return job
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 SAVE = """
 import json, sys
+import pyarrow.parquet as pq
 from rmqsim import config, session, simulate
 saved, snapshot, scenarios, strategies = sys.argv[1:5]
 spark = session.build_session(
@@ -33,8 +34,8 @@ cfg = config.SimulateConfig(
     strategies=config.parse_strategies(strategies),
 )
 built = simulate.build_group_routes(spark, cfg)
-built.group_routes.write.mode("overwrite").parquet(saved + "/group_routes")
-built.rejects.write.mode("overwrite").parquet(saved + "/rejects")
+pq.write_table(built.group_routes, saved + "/group_routes.parquet")
+pq.write_table(built.rejects, saved + "/rejects.parquet")
 flags = {"with_movement": built.with_movement, "with_stale_views": built.with_stale_views}
 with open(saved + "/staged.json", "w") as f:
     json.dump({**flags, "absent": list(built.absent)}, f)
@@ -43,22 +44,21 @@ spark.stop()
 
 GIVEN = """
 import json, sys
+import pyarrow.parquet as pq
 from rmqsim import cli, simulate
-from rmqsim.snapshot import checks
 saved = sys.argv[1]
 with open(saved + "/staged.json") as f:
     staged = json.load(f)
 
 def build_group_routes(spark, config):
     snapshot = simulate.snapshot_read(spark, config)
-    rejects = spark.read.parquet(saved + "/rejects")
     return simulate.Staged(
-        spark.read.parquet(saved + "/group_routes"),
-        rejects,
+        pq.read_table(saved + "/group_routes.parquet"),
+        pq.read_table(saved + "/rejects.parquet"),
         with_movement=staged["with_movement"],
         with_stale_views=staged["with_stale_views"],
         loaded=snapshot,
-        checked=checks.Checked(snapshot, rejects),
+        checked=snapshot,
         absent=tuple(staged["absent"]),
     )
 

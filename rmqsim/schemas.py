@@ -420,6 +420,16 @@ REJECTS = StructType(
     ]
 )
 
+# One row per snapshot table read: rows read = rows used + rows rejected.
+RECONCILIATION = StructType(
+    [
+        StructField("table", STRING, False),
+        StructField("rows_read", LONG, False),
+        StructField("rows_used", LONG, False),
+        StructField("rows_rejected", LONG, False),
+    ]
+)
+
 # rmqsim validate, per (topic, group, broker_name, queue_id): the observed holder beside the
 # simulated owners.
 VALIDATION_QUEUES = StructType(

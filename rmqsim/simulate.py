@@ -58,12 +58,12 @@ def load_scenarios(config: SimulateConfig) -> tuple[parse.Scenario, ...]:
 
 @dataclass(frozen=True)
 class Staged:
-    group_routes: DataFrame  # every phase of every scenario: the allocation stage's input
-    rejects: DataFrame
+    group_routes: pa.Table  # every phase of every scenario: the allocation stage's input
+    rejects: pa.Table  # the snapshot's reject rows (schemas.REJECTS)
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
     loaded: Snapshot  # as read
-    checked: checks.Checked  # the rows that pass the checks, cached until unpersisted
+    checked: Snapshot  # the rows that pass the checks
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
 
 
@@ -77,18 +77,15 @@ def snapshot_read(spark: SparkSession, config: SimulateConfig) -> Snapshot:
 
 
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
-    """Load and check the snapshot, apply the scenarios' steps."""
+    """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
+    in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
+    overhead whatever its size)."""
     runs = load_scenarios(config)
     snapshot = snapshot_read(spark, config)
     checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
-    try:
-        valid = checked.snapshot
-        wanted = names.referenced(runs)
-        existing = names.existing_names(valid, wanted, names.counted_groups(runs))
-        names.check_names(runs, existing)
-    except BaseException:
-        checked.unpersist()
-        raise
+    valid = checked.snapshot
+    wanted = names.referenced(runs)
+    names.check_names(runs, names.existing_names(valid, wanted, names.counted_groups(runs)))
     staged = apply.phased(valid, runs)
     # Optional route columns: shipped to Python only where the snapshot or a step gives them.
     steps = [step for run in runs for step in run.steps]
@@ -100,21 +97,18 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     )
     by = apply.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
-    clients = (
-        routes.client_lists(staged.consumers, queue_config=staged.queue_config, languages=languages, by=by)
-        .transform(lambda df: apply.with_left_subscriptions(df, runs))
-        .transform(
-            lambda df: routes.with_strategies(
-                df, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
-            )
-        )
+    clients = routes.client_lists(
+        staged.consumers, queue_config=staged.queue_config, languages=languages, by=by
     )
-    last_phase = {s.name: s.last_phase for s in runs}
+    clients = apply.with_left_subscriptions(clients, runs)
+    clients = routes.with_strategies(
+        clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
+    )
     stale_views = apply.stale_views(valid, runs)
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
-        last_phase=last_phase,
+        last_phase={s.name: s.last_phase for s in runs},
         offsets=staged.offsets,
         stale_views=stale_views,
         masters=balancing,
@@ -134,7 +128,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         with_movement=any(s.steps for s in runs),
         with_stale_views=any(s.stale_views() for s in runs),
         loaded=snapshot,
-        checked=checked,
+        checked=valid,
         absent=tuple(c for c, none in absent.items() if none),
     )
 
@@ -164,13 +158,13 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     built = build_group_routes(spark, config)
     rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
     partitions = allocation_partitions(spark, config)
-    staged = stage.partition_by_group(built.group_routes, partitions=partitions, absent=built.absent)
-    # Filled here rather than by the first write, so the Spark UI tells the two apart. (Filling
-    # each checked table on its own would cost more: one query runs their small stages at once.)
-    with session.job_description(spark, "rmqsim: check the snapshot, build routes"):
+    group_routes = spark.createDataFrame(built.group_routes)  # its Arrow types are GROUP_ROUTES'
+    staged = stage.partition_by_group(group_routes, partitions=partitions, absent=built.absent)
+    # Partitioned and kept on the executors now: the Python passes and the allocation rejects
+    # all read them, and the Spark UI tells this job from the first write.
+    with session.job_description(spark, "rmqsim: hand the routes to Spark"):
         staged = session.checkpoint(staged)
-        route_rows = staged.count()
-    tasks = config.partitions or stage.python_tasks(route_rows, partitions)
+    tasks = config.partitions or stage.python_tasks(built.group_routes.num_rows, partitions)
     routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
     # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
     # Cached, every output table is an explode, a filter or an aggregate of them.
@@ -207,13 +201,15 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
                 risk = rollups.exposure(spark.read.parquet(output.table("split_brain")).toArrow())
                 write_rollup(output, spark, risk, "exposure", schemas.EXPOSURE)
                 exposed = risk.to_pylist()
-        not_simulated = metrics.allocation_rejects(staged, group_metrics)
-        write_table(output, rejects.unionByName(not_simulated).coalesce(1), "rejects")
-        # Rejects counted from the written table: recounting the rules would run them all again.
-        written = spark.read.parquet(output.table("rejects"))
-        reconciled = reconcile.reconciliation(built.loaded, built.checked.snapshot, written)
-        counted = reconciled.toArrow()  # a row per table: written from the driver, not counted twice
-        write_rollup(output, spark, counted, "reconciliation", reconciled.schema)
+        not_simulated = (
+            metrics.allocation_rejects(staged, group_metrics)
+            .toArrow()
+            .sort_by([("row", "ascending"), ("reason", "ascending")])
+        )
+        every_reject = pa.concat_tables([rejects, not_simulated.cast(rejects.schema)])
+        write_rollup(output, spark, every_reject, "rejects", schemas.REJECTS)
+        counted = reconcile.reconciliation(built.loaded, built.checked, rejects)
+        write_rollup(output, spark, counted, "reconciliation", schemas.RECONCILIATION)
         output.publish()
     except BaseException:
         output.abandon()
@@ -221,7 +217,6 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     finally:
         session.release(staged)
         client_queues.unpersist()
-        built.checked.unpersist()
     log.info("simulate: wrote %s", output.out)
     return RunResult(
         output.out,

@@ -4,6 +4,7 @@ rows in = rows used + rows rejected for every table."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig
@@ -104,22 +105,20 @@ def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
 def test_rows_in_equal_rows_used_plus_rows_rejected(spark, tmp_path) -> None:
     snapshot = load_snapshot(spark, _snapshot(tmp_path))
     checked = check_snapshot(snapshot, configured_strategies=True)
-    rejected = {r.source: r["count"] for r in checked.rejects.groupBy("source").count().collect()}
+    rejected = Counter(checked.rejects["source"].to_pylist())
     for table in ("brokers", "topic_queues", "consumers", "groups", "offsets"):
-        rows_in = getattr(snapshot, table).count()
-        used = getattr(checked.snapshot, table).count()
+        rows_in = getattr(snapshot, table).num_rows
+        used = getattr(checked.snapshot, table).num_rows
         assert rows_in == used + rejected.get(table, 0), table
     assert rejected == {"brokers": 1, "topic_queues": 2, "consumers": 4, "groups": 1, "offsets": 1}
-    checked.unpersist()
 
 
 def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     snapshot = load_snapshot(spark, _snapshot(tmp_path))
     checked = check_snapshot(snapshot, configured_strategies=False)
-    reasons = {r.reason for r in checked.rejects.collect()}
+    reasons = set(checked.rejects["reason"].to_pylist())
     assert not any("strategy" in reason for reason in reasons)
-    assert checked.snapshot.consumers.count() == 8  # good a, b; hashy h1, h2; ringy r1, r2; weird w1, w2
-    checked.unpersist()
+    assert checked.snapshot.consumers.num_rows == 8  # good a, b; hashy h1, h2; ringy r1, r2; weird w1, w2
 
 
 def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_path) -> None:

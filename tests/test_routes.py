@@ -4,25 +4,33 @@ from __future__ import annotations
 
 import sys
 from array import array
+from types import SimpleNamespace
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqsim import schemas
 from rmqsim.javaorder import java_key, java_sorted
+from rmqsim.snapshot.write import arrow_table
 from rmqsim.stage import routes
 from rmqsim.strategies import GroupBatch
 from tests.conformance import queues, records
 
 
-def _mq_all(spark, topic_queues: list[tuple], brokers: list[tuple]) -> dict[str, list[tuple[str, int]]]:
+def _table(spec: schemas.TableSpec, rows: list[tuple]) -> pa.Table:
+    columns = [c.name for c in spec.columns]
+    return arrow_table(spec, {c: [r[i] for r in rows] for i, c in enumerate(columns)})
+
+
+def _mq_all(topic_queues: list[tuple], brokers: list[tuple]) -> dict[str, list[tuple[str, int]]]:
     """Every topic's mqAll from route rows, through routes.topic_routes and the kernel's expansion."""
-    tq = spark.createDataFrame(topic_queues, schemas.TOPIC_QUEUES.schema)
-    br = spark.createDataFrame(brokers, schemas.BROKERS.schema)
-    rows = routes.topic_routes(tq, brokers=br).collect()
+    tq = _table(schemas.TOPIC_QUEUES, topic_queues)
+    br = _table(schemas.BROKERS, brokers)
     out = {}
-    for r in rows:
+    for r in (SimpleNamespace(**row) for row in routes.topic_routes(tq, brokers=br).to_pylist()):
         batch = GroupBatch.from_routes(
             topics=np.array([r.topic], dtype=object),
             broker_offsets=np.array([0, len(r.broker_names)]),
@@ -39,7 +47,7 @@ def _alive(name: str, alive: bool | None = True, broker_id: int = 0) -> tuple:
     return ("c", name, broker_id, None, None, alive)
 
 
-def test_mq_all_matches_every_route_vector(spark) -> None:
+def test_mq_all_matches_every_route_vector() -> None:
     recs = records("mqall_from_route")
     tq, names = [], set()
     for r in recs:
@@ -47,13 +55,13 @@ def test_mq_all_matches_every_route_vector(spark) -> None:
             # one topic per record: several records reuse a topic name with different routes
             tq.append((r["case_id"], qd["brokerName"], qd["readQueueNums"], qd["writeQueueNums"], qd["perm"]))
             names.add(qd["brokerName"])
-    got = _mq_all(spark, tq, [_alive(n) for n in sorted(names)])
+    got = _mq_all(tq, [_alive(n) for n in sorted(names)])
     assert len(recs) == 150
     for r in recs:
         assert got[r["case_id"]] == queues(r["mqAll"]), r["case_id"]
 
 
-def test_perm_bits_read_counts_and_dead_brokers(spark) -> None:
+def test_perm_bits_read_counts_and_dead_brokers() -> None:
     tq = [
         ("t", "rw", 4, 8, 6),  # read and write: 4 read queues, whatever the write count
         ("t", "ro", 2, 2, 4),  # read only
@@ -85,31 +93,29 @@ def test_perm_bits_read_counts_and_dead_brokers(spark) -> None:
         + [("rw", i) for i in range(4)]
         + [("slave-only", i) for i in range(2)]
     )
-    assert _mq_all(spark, tq, brokers) == {"t": expected}
+    assert _mq_all(tq, brokers) == {"t": expected}
 
 
-def test_topic_with_no_readable_queue_keeps_an_empty_route(spark) -> None:
-    got = _mq_all(spark, [("t", "wo", 3, 3, 2), ("u", "a", 1, 1, 6)], [_alive("wo"), _alive("a")])
+def test_topic_with_no_readable_queue_keeps_an_empty_route() -> None:
+    got = _mq_all([("t", "wo", 3, 3, 2), ("u", "a", 1, 1, 6)], [_alive("wo"), _alive("a")])
     assert got == {"t": [], "u": [("a", 0)]}
 
 
-def test_java_order_puts_surrogate_pairs_before_high_bmp_characters(spark) -> None:
+def test_java_order_puts_surrogate_pairs_before_high_bmp_characters() -> None:
     # From the conformance vector G-AVG-0399: U+6D88 < U+D83D (emoji's high surrogate) < U+FF21.
     names = ["room1-Ａ@3", "room1-😀@2", "room2-cafe@5", "room1-消费者@1", "room2-café@4"]
     expected = ["room1-消费者@1", "room1-😀@2", "room1-Ａ@3", "room2-cafe@5", "room2-café@4"]
     assert java_sorted(names) == expected
     assert sorted(names) != expected  # code-point order differs here
-    consumers = spark.createDataFrame([("g", "t", n, None, None) for n in names], schemas.CONSUMERS.schema)
-    [row] = routes.client_lists(consumers).collect()
-    assert row.client_ids == expected
+    consumers = _table(schemas.CONSUMERS, [("g", "t", n, None, None) for n in names])
+    [row] = routes.client_lists(consumers).to_pylist()
+    assert row["client_ids"] == expected
 
 
-def test_client_lists_keep_duplicate_ids(spark) -> None:
-    consumers = spark.createDataFrame(
-        [("g", "t", c, None, None) for c in ["b@1", "a@1", "b@1"]], schemas.CONSUMERS.schema
-    )
-    [row] = routes.client_lists(consumers).collect()
-    assert row.client_ids == ["a@1", "b@1", "b@1"]
+def test_client_lists_keep_duplicate_ids() -> None:
+    consumers = _table(schemas.CONSUMERS, [("g", "t", c, None, None) for c in ["b@1", "a@1", "b@1"]])
+    [row] = routes.client_lists(consumers).to_pylist()
+    assert row["client_ids"] == ["a@1", "b@1", "b@1"]
 
 
 _text = st.text(
@@ -119,9 +125,12 @@ _text = st.text(
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(_text, min_size=1, max_size=12))
-def test_spark_java_order_equals_utf16_code_unit_order(spark, names) -> None:
-    df = spark.createDataFrame([(n,) for n in names], "name string")
-    got = [r.name for r in df.orderBy(routes.java_order("name")).collect()]
+def test_java_order_key_equals_utf16_code_unit_order(names) -> None:
+    table = pa.table({"name": pa.array(names, pa.string())})
+    keys = routes.java_order(table["name"])
+    got = table.take(pc.sort_indices(pa.table({"key": keys}), sort_keys=[("key", "ascending")]))[
+        "name"
+    ].to_pylist()
     # Java's compareTo: lexicographic over UTF-16 code units, a shorter prefix first.
     native = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
     units = [array("H", n.encode(native)).tolist() for n in names]

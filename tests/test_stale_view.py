@@ -203,7 +203,8 @@ def test_fraction_picks_the_same_ceil_of_the_clients_every_run(spark, tmp_path) 
     snap = load_snapshot(spark, snapshot)
 
     def picked():
-        return sorted((r.phase, r.client_id, r.view_phase) for r in apply.stale_views(snap, runs).collect())
+        views = apply.stale_views(snap, runs).to_pylist()
+        return sorted((r["phase"], r["client_id"], r["view_phase"]) for r in views)
 
     first = picked()
     assert len(first) == 7  # 10 x 0.7 is 7.000000000000001 in floating point: still 7

@@ -1,109 +1,192 @@
-"""Scenario steps applied to a checked snapshot as DataFrame transformations (docs/CONTRACT.md, section 3).
+"""Scenario steps applied to a checked snapshot's Arrow tables (docs/CONTRACT.md, section 3).
 
 Phase 0 of every scenario is the snapshot; phase k is phase k-1 with step k applied. ``phased``
-stacks every phase of every scenario into one set of tables keyed by (scenario, phase), so that
-route building and allocation run once, in one Spark job per output, however many phases there are.
+stacks every phase of every scenario into one set of tables keyed by (scenario, phase). The rows
+are those of the Spark version (rmqsim.scenarios.apply), with SQL's nulls: a filter drops a row
+whose condition is null, and a ``when`` whose condition is null keeps the old value.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import reduce
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqsim.errors import InputError
 from rmqsim.scenarios import parse as sc
+from rmqsim.scenarios.seeded import seeded_order
 from rmqsim.snapshot.load import Snapshot
 
 PHASE = ("scenario", "phase")
+PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
+STALE_VIEWS = pa.schema(
+    [
+        pa.field("scenario", pa.string(), nullable=False),
+        pa.field("phase", pa.int32(), nullable=False),
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("client_id", pa.string()),
+        pa.field("view_phase", pa.int32(), nullable=False),
+    ]
+)
+# client_lists columns null for a whole row where the snapshot has no data for them.
+NULL_WHEN_ABSENT = ("client_configs", "client_languages")
 
 
-def _in(column: str, names: tuple[str, ...] | str):
-    return F.lit(True) if names == sc.ALL else F.col(column).isin(list(names))
+# ------------------------------------------------------------------ column helpers
 
 
-def _add_brokers(step: sc.AddBrokers, snap: Snapshot) -> Snapshot:
-    spark = snap.brokers.sparkSession
-    new = spark.createDataFrame(
-        [
-            {c: v for c, v in zip(snap.brokers.columns, _broker_row(snap.brokers.columns, step, name))}
-            for name in step.names
-        ],
-        snap.brokers.schema,
+def _named(column: pa.ChunkedArray, names: tuple[str, ...] | str) -> pa.ChunkedArray | pa.Array:
+    """SQL's ``column IN names`` (null where the column is null); every row for ``all``."""
+    if names == sc.ALL:
+        return pa.repeat(pa.scalar(True), len(column))
+    found = pc.is_in(column, value_set=pa.array(list(names), column.type), skip_nulls=True)
+    return pc.if_else(pc.is_valid(column), found, pa.scalar(None, pa.bool_()))
+
+
+def _when(condition, value: pa.Scalar, column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``F.when(condition, value).otherwise(column)``: a null condition keeps the column."""
+    return pc.if_else(pc.fill_null(condition, False), value, column)
+
+
+def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, type=type_), n)
+
+
+def _with_column(table: pa.Table, name: str, values, *, every_row: bool = False) -> pa.Table:
+    """``table`` with column ``name`` replaced. ``every_row``: the values are a literal that is
+    not null on every row (Spark's CASE WHEN TRUE), so the column is not null either."""
+    field = table.schema.field(name)
+    return table.set_column(
+        table.schema.get_field_index(name), field.with_nullable(field.nullable and not every_row), values
     )
-    counts = snap.topic_queues.where(_in("topic", step.topics)).groupBy("topic")
+
+
+def _rows(
+    schema: pa.Schema, n: int, given: dict[str, object], not_null: frozenset[str] = frozenset()
+) -> pa.Table:
+    """``n`` rows of ``schema``: the ``given`` arrays, null in every other column. Every column is
+    nullable but ``not_null`` (where Spark's expression for it is a literal that is not null)."""
+    fields = [f.with_nullable(f.name not in not_null) for f in schema]
+    return pa.table(
+        [given[f.name] if f.name in given else pa.nulls(n, f.type) for f in fields], schema=pa.schema(fields)
+    )
+
+
+def _union(*tables: pa.Table) -> pa.Table:
+    """Spark's union: the rows of every table, a column nullable where any table's is."""
+    schema = pa.schema(
+        [f.with_nullable(any(t.schema.field(f.name).nullable for t in tables)) for f in tables[0].schema]
+    )
+    return pa.concat_tables([t.cast(schema) for t in tables])
+
+
+def _not_null(schema: pa.Schema, *names: str) -> frozenset[str]:
+    """The columns of ``names`` that ``schema`` holds not null."""
+    return frozenset(n for n in names if not schema.field(n).nullable)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Each row's index into the column's distinct values (null one of them), and those values."""
+    encoded = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
+def _mode(codes: np.ndarray, groups: int, values: pa.ChunkedArray) -> pa.Array:
+    """``F.mode(values, deterministic=True)`` per code: the most common non-null value, the
+    smallest on a tie; null where a code has none."""
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    code = codes[valid]
+    value = values.filter(values.is_valid()).to_numpy().astype(np.int64)
+    modes = np.zeros(groups, dtype=np.int64)
+    found = np.zeros(groups, dtype=bool)
+    if len(code):
+        pairs, counts = np.unique(np.stack([code, value]), axis=1, return_counts=True)
+        order = np.lexsort((pairs[1], -counts, pairs[0]))
+        ordered = pairs[:, order]
+        first = np.r_[True, ordered[0, 1:] != ordered[0, :-1]]
+        modes[ordered[0, first]] = ordered[1, first]
+        found[ordered[0, first]] = True
+    return pa.array(modes, mask=~found).cast(values.type)
+
+
+# ------------------------------------------------------------------ steps
+
+
+def _add_brokers(step: sc.AddBrokers, tables: Snapshot) -> Snapshot:
+    brokers, queues = tables.brokers, tables.topic_queues
+    n = len(step.names)
+    values = {"cluster": step.cluster, "broker_id": 0, "machine_room": step.machine_room, "alive": True}
+    # Rows made with the brokers' schema: its columns keep their nullability.
+    new = _rows(
+        brokers.schema,
+        n,
+        {
+            f.name: pa.array(list(step.names), f.type)
+            if f.name == "broker_name"
+            else _constant(values.get(f.name), f.type, n)
+            for f in brokers.schema
+        },
+        not_null=_not_null(brokers.schema, *brokers.schema.names),
+    )
     # A new broker gets each topic's most common counts (the smaller on a tie), unless given.
-    counts = counts.agg(
-        F.mode("read_queue_nums", True).alias("_read"), F.mode("write_queue_nums", True).alias("_write")
-    )
-    names = spark.createDataFrame([(n,) for n in step.names], "broker_name string")
-    queues = counts.crossJoin(names).select(
-        *[_queue_column(c, step) for c in snap.topic_queues.columns],
-    )
-    return replace(
-        snap,
-        brokers=snap.brokers.unionByName(new),
-        topic_queues=snap.topic_queues.unionByName(queues),
-    )
-
-
-def _broker_row(columns: Sequence[str], step: sc.AddBrokers, name: str) -> list[object]:
-    values = {
-        "cluster": step.cluster,
-        "broker_name": name,
-        "broker_id": 0,
-        "address": None,
-        "machine_room": step.machine_room,
-        "alive": True,
+    chosen = queues.filter(_named(queues["topic"], step.topics))
+    codes, topics = _codes(chosen["topic"])
+    counts = {c: _mode(codes, len(topics), chosen[c]) for c in ("read_queue_nums", "write_queue_nums")}
+    given = {"read_queue_nums": step.read_queue_nums, "write_queue_nums": step.write_queue_nums}
+    each = len(topics) * n  # every topic with every new broker
+    columns = {
+        "topic": topics.take(pa.array(np.repeat(np.arange(len(topics)), n))),
+        "broker_name": pa.array(list(step.names) * len(topics), queues.schema.field("broker_name").type),
+        "perm": _constant(step.perm, queues.schema.field("perm").type, each),
     }
-    return [values.get(c) for c in columns]
-
-
-def _queue_column(name: str, step: sc.AddBrokers):
-    given = {
-        "read_queue_nums": step.read_queue_nums,
-        "write_queue_nums": step.write_queue_nums,
-        "perm": step.perm,
-    }
-    if name in ("topic", "broker_name"):
-        return F.col(name)
-    if name in ("read_queue_nums", "write_queue_nums"):
-        default = F.col("_read" if name == "read_queue_nums" else "_write")
+    for name, modes in counts.items():
+        type_ = queues.schema.field(name).type
         value = given[name]
-        return (F.lit(value) if value is not None else default).cast("int").alias(name)
-    if name == "perm":
-        return F.lit(step.perm).cast("int").alias(name)
-    return F.lit(None).alias(name)
+        columns[name] = (
+            _constant(value, type_, each)
+            if value is not None
+            else modes.cast(type_).take(pa.array(np.repeat(np.arange(len(topics)), n)))
+        )
+    literal = {"perm", *(c for c, v in given.items() if v is not None)}
+    not_null = frozenset(literal) | _not_null(queues.schema, "topic")
+    return replace(
+        tables,
+        brokers=_union(brokers, new),
+        topic_queues=_union(queues, _rows(queues.schema, each, columns, not_null)),
+    )
 
 
-def _remove_brokers(step: sc.RemoveBrokers, snap: Snapshot) -> Snapshot:
-    gone = F.col("broker_name").isin(list(step.names))
-    return replace(snap, brokers=snap.brokers.where(~gone), topic_queues=snap.topic_queues.where(~gone))
+def _remove_brokers(step: sc.RemoveBrokers, tables: Snapshot) -> Snapshot:
+    def keep(table: pa.Table) -> pa.Table:
+        return table.filter(pc.invert(_named(table["broker_name"], step.names)))
+
+    return replace(tables, brokers=keep(tables.brokers), topic_queues=keep(tables.topic_queues))
 
 
 def _set_alive(alive: bool) -> Callable[[sc.BrokerDown | sc.BrokerUp, Snapshot], Snapshot]:
-    def apply(step, snap: Snapshot) -> Snapshot:
-        named = F.col("broker_name").isin(list(step.names))
-        return replace(
-            snap,
-            brokers=snap.brokers.withColumn("alive", F.when(named, F.lit(alive)).otherwise(F.col("alive"))),
-        )
+    def apply(step: sc.BrokerDown | sc.BrokerUp, tables: Snapshot) -> Snapshot:
+        brokers = tables.brokers
+        named = _named(brokers["broker_name"], step.names)
+        value = pa.scalar(alive, brokers.schema.field("alive").type)
+        return replace(tables, brokers=_with_column(brokers, "alive", _when(named, value, brokers["alive"])))
 
     return apply
 
 
-def _set_queue_nums(step: sc.SetQueueNums, snap: Snapshot) -> Snapshot:
-    match = _in("topic", step.topics) & _in("broker_name", step.brokers)
-    tq = snap.topic_queues
+def _set_queue_nums(step: sc.SetQueueNums, tables: Snapshot) -> Snapshot:
+    queues = tables.topic_queues
+    match = pc.and_kleene(_named(queues["topic"], step.topics), _named(queues["broker_name"], step.brokers))
     for column in ("read_queue_nums", "write_queue_nums"):
         value = getattr(step, column)
         if value is not None:
-            tq = tq.withColumn(column, F.when(match, F.lit(value).cast("int")).otherwise(F.col(column)))
-    return replace(snap, topic_queues=tq)
+            literal = pa.scalar(value, queues.schema.field(column).type)
+            queues = _with_column(queues, column, _when(match, literal, queues[column]))
+    return replace(tables, topic_queues=queues)
 
 
 def generated_client_ids(group: str, count: int, seed: int, start: int = 0) -> list[str]:
@@ -116,57 +199,47 @@ def generated_client_ids(group: str, count: int, seed: int, start: int = 0) -> l
     return out
 
 
-def _consumers_join(step: sc.ConsumersJoin, snap: Snapshot, *, first: Snapshot, start: int) -> Snapshot:
+def _consumers_join(step: sc.ConsumersJoin, tables: Snapshot, *, first: Snapshot, start: int) -> Snapshot:
     """``start``: how many ids earlier steps of the scenario generated for the group and seed, so
     that two ``count`` steps add different clients. ``first``: the scenario's phase 0, whose topics
     of the group are its default even after every client of the group has left."""
-    spark = snap.consumers.sparkSession
+    consumers = tables.consumers
+    schema = consumers.schema
     ids = step.client_ids or tuple(generated_client_ids(step.group, step.count or 0, step.seed, start))
     if step.topics is not None:
-        topics = spark.createDataFrame([(t,) for t in step.topics], "topic string")
+        topics = pa.array(list(step.topics), schema.field("topic").type)
     else:
-        known = snap.consumers.unionByName(first.consumers)
-        topics = known.where(F.col("group") == step.group).select("topic").distinct()
-    given = {
-        "group": F.lit(step.group),
-        "machine_room": F.lit(step.machine_room).cast("string"),
-        "language": F.lit(step.language).cast("string"),
+        known = [t.filter(pc.equal(t["group"], step.group))["topic"] for t in (consumers, first.consumers)]
+        topics = pc.unique(pa.chunked_array([c for k in known for c in k.chunks], schema.field("topic").type))
+    n = len(topics) * len(ids)  # every topic with every id
+    given = {"group": step.group, "machine_room": step.machine_room, "language": step.language}
+    columns = {
+        "topic": topics.take(pa.array(np.repeat(np.arange(len(topics)), len(ids)))),
+        "client_id": pa.array(list(ids) * len(topics), schema.field("client_id").type),
+        **{c: _constant(v, schema.field(c).type, n) for c, v in given.items() if c in schema.names},
     }
-    new = topics.crossJoin(spark.createDataFrame([(c,) for c in ids], "client_id string")).select(
-        *[
-            given[c].alias(c)
-            if c in given
-            else F.col(c)
-            if c in ("topic", "client_id")
-            else F.lit(None).cast(snap.consumers.schema[c].dataType).alias(c)
-            for c in snap.consumers.columns
-        ]
-    )
-    return replace(snap, consumers=snap.consumers.unionByName(new))
+    literal = {"group", *(c for c, v in given.items() if v is not None)}
+    from_snapshot = _not_null(schema, "topic") & _not_null(first.consumers.schema, "topic")
+    not_null = frozenset(literal) | (from_snapshot if step.topics is None else frozenset())
+    return replace(tables, consumers=_union(consumers, _rows(schema, n, columns, not_null)))
 
 
-def _consumers_leave(step: sc.ConsumersLeave, snap: Snapshot) -> Snapshot:
-    spark = snap.consumers.sparkSession
-    in_group = F.col("group") == step.group
+def _consumers_leave(step: sc.ConsumersLeave, tables: Snapshot) -> Snapshot:
+    consumers = tables.consumers
+    in_group = pc.equal(consumers["group"], step.group)
+    ids = consumers["client_id"]
     if step.client_ids is not None:
-        leaving = spark.createDataFrame([(c,) for c in step.client_ids], "client_id string")
+        leaving = pa.array(list(step.client_ids), ids.type)
     else:
         # ``count`` of the group's clients, picked by a seeded hash: the same ones every run.
-        leaving = (
-            snap.consumers.where(in_group)
-            .select("client_id")
-            .distinct()
-            .orderBy(F.xxhash64(F.lit(step.seed), "client_id"), "client_id")
-            .limit(step.count or 0)
-        )
-    stays = (
-        snap.consumers.where(in_group).join(leaving, "client_id", "left_anti").select(*snap.consumers.columns)
-    )
-    kept = snap.consumers.where(~in_group).unionByName(stays)
-    return replace(snap, consumers=kept)
+        clients = pc.unique(ids.filter(in_group))
+        leaving = clients.take(pa.array(seeded_order(step.seed, clients)[: step.count or 0], pa.int64()))
+    # A client leaves every topic of the group; a null id matches none (a join key).
+    leaves = pc.is_in(ids, value_set=leaving, skip_nulls=True)
+    return replace(tables, consumers=consumers.filter(pc.if_else(in_group, pc.invert(leaves), True)))
 
 
-def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
+def _set_strategy(step: sc.SetStrategy, tables: Snapshot) -> Snapshot:
     updates = {
         "strategy": step.strategy.upper(),
         "virtual_node_cnt": step.virtual_node_cnt,
@@ -174,44 +247,38 @@ def _set_strategy(step: sc.SetStrategy, snap: Snapshot) -> Snapshot:
         "inner_strategy": step.inner_strategy,
         "message_model": step.message_model,
     }
-    return _set_group_columns(step.group, updates, snap)
+    return _set_group_columns(step.group, updates, tables)
 
 
-def _set_rebalance(step: sc.SetRebalance, snap: Snapshot) -> Snapshot:
+def _set_rebalance(step: sc.SetRebalance, tables: Snapshot) -> Snapshot:
     updates = {
         "rebalance": step.rebalance,
         "request_mode": step.request_mode,
         "pop_share_queue_num": step.pop_share_queue_num,
     }
-    return _set_group_columns(step.group, updates, snap)
+    return _set_group_columns(step.group, updates, tables)
 
 
-def _set_group_columns(group: str, updates: dict[str, object], snap: Snapshot) -> Snapshot:
+def _set_group_columns(group: str, updates: dict[str, object], tables: Snapshot) -> Snapshot:
     """The groups rows of ``group`` (a name, or all) with ``updates`` (None: unchanged)."""
-    groups = snap.groups
-    named = _in("group", (group,) if group != sc.ALL else sc.ALL)
+    groups = tables.groups
+    names = (group,) if group != sc.ALL else sc.ALL
     # Groups without a groups row run with the defaults: give the named ones a row to change.
-    missing = (
-        snap.consumers.select("group")
-        .distinct()
-        .where(named)
-        .join(groups.select("group"), "group", "left_anti")
-        .select(
-            *[
-                F.col(c) if c == "group" else F.lit(None).cast(groups.schema[c].dataType).alias(c)
-                for c in groups.columns
-            ]
-        )
-    )
-    groups = groups.unionByName(missing)
+    consumer_groups = pc.unique(tables.consumers["group"])
+    named = consumer_groups.filter(_named(pa.chunked_array([consumer_groups]), names))
+    had_row = pc.is_in(named, value_set=groups["group"].combine_chunks(), skip_nulls=True)
+    missing = named.filter(pc.invert(had_row))
+    new = _rows(groups.schema, len(missing), {"group": missing}, _not_null(tables.consumers.schema, "group"))
+    groups = _union(groups, new)
+    chosen = _named(groups["group"], names)
     for column, value in updates.items():
-        if value is None or column not in groups.columns:
+        if value is None or column not in groups.schema.names:
             continue
-        literal = F.array(*[F.lit(v) for v in value]) if isinstance(value, list) else F.lit(value)
-        groups = groups.withColumn(
-            column, F.when(named, literal.cast(groups.schema[column].dataType)).otherwise(F.col(column))
+        literal = pa.scalar(value, groups.schema.field(column).type)
+        groups = _with_column(
+            groups, column, _when(chosen, literal, groups[column]), every_row=names == sc.ALL
         )
-    return replace(snap, groups=groups)
+    return replace(tables, groups=groups)
 
 
 # consumers_join also needs the scenario's earlier steps: phase_snapshots applies it.
@@ -224,19 +291,23 @@ APPLY: dict[type, Callable] = {
     sc.ConsumersLeave: _consumers_leave,
     sc.SetStrategy: _set_strategy,
     sc.SetRebalance: _set_rebalance,
-    sc.StaleView: lambda step, snap: snap,  # the state stays; only some clients' view differs
+    sc.StaleView: lambda step, tables: tables,  # the state stays; only some clients' view differs
 }
 
 
-def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]:
-    """Phase 0 (the snapshot) and the state after each step."""
-    out = [snapshot]
+# ------------------------------------------------------------------ phases
+
+
+def phase_snapshots(tables: Snapshot, scenario: sc.Scenario) -> list[Snapshot]:
+    """Phase 0 (the snapshot) and the state after each step. A table a step leaves alone is the
+    same object in the phases before and after it."""
+    out = [tables]
     generated: dict[tuple[str, int], int] = {}
     for step in scenario.steps:
         if isinstance(step, sc.ConsumersJoin):
             key = (step.group, step.seed)
             start = generated.get(key, 0)
-            out.append(_consumers_join(step, out[-1], first=snapshot, start=start))
+            out.append(_consumers_join(step, out[-1], first=tables, start=start))
             if not step.client_ids:
                 generated[key] = start + (step.count or 0)
         else:
@@ -244,89 +315,87 @@ def phase_snapshots(snapshot: Snapshot, scenario: sc.Scenario) -> list[Snapshot]
     return out
 
 
-PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
+def phased(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
+    """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase), those
+    two columns first. Offsets and CONFIG lists describe the fleet, not a phase: they stay.
 
-
-def phased(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
-    """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase).
-
-    A table a step leaves alone is the same DataFrame in the phases before and after it, and phase
-    0 is the same in every scenario: each distinct DataFrame enters the stack once, joined to the
-    (scenario, phase) keys that share it, which keeps the plan, and its planning, small.
-    Offsets and CONFIG lists describe the fleet, not a phase: they stay as they are."""
+    The key columns are nullable where Spark's are: in a table some of whose phases share one
+    state (Spark cross joins such a state with its keys, and literal keys are not null)."""
     if not scenarios:
         raise InputError("arguments", "--scenarios", "no scenario to run")
-    shared: dict[str, dict[int, tuple[DataFrame, list[tuple[str, int]]]]] = {t: {} for t in PHASED}
+    shared: dict[str, dict[int, tuple[pa.Table, list[tuple[str, int]]]]] = {t: {} for t in PHASED}
     for scenario in scenarios:
-        for k, snap in enumerate(phase_snapshots(snapshot, scenario)):
-            for table, frames in shared.items():
-                df = getattr(snap, table)
-                frames.setdefault(id(df), (df, []))[1].append((scenario.name, k))
-    stacked = {
-        table: reduce(DataFrame.unionByName, [_keyed(df, keys) for df, keys in frames.values()])
-        for table, frames in shared.items()
-    }
-    return replace(snapshot, **stacked)
+        for k, snap in enumerate(phase_snapshots(tables, scenario)):
+            for name, states in shared.items():
+                table = getattr(snap, name)
+                states.setdefault(id(table), (table, []))[1].append((scenario.name, k))
+    return replace(tables, **{name: _stacked(list(states.values())) for name, states in shared.items()})
 
 
-def _keyed(df: DataFrame, keys: list[tuple[str, int]]) -> DataFrame:
-    """``df``'s rows once per (scenario, phase) of ``keys``, those two columns first."""
-    if len(keys) == 1:
-        ((scenario, phase),) = keys
-        return df.select(F.lit(scenario).alias("scenario"), F.lit(phase).cast("int").alias("phase"), "*")
-    key_rows = df.sparkSession.createDataFrame(keys, "scenario string, phase int")
-    return key_rows.crossJoin(df)
+def _stacked(states: list[tuple[pa.Table, list[tuple[str, int]]]]) -> pa.Table:
+    shared = any(len(keys) > 1 for _, keys in states)  # Spark cross joins it with keys that may be null
+    keys = [pa.field("scenario", pa.string(), shared), pa.field("phase", pa.int32(), shared)]
+    return _union(
+        *[
+            pa.table(
+                [
+                    _constant(scenario, pa.string(), table.num_rows),
+                    _constant(phase, pa.int32(), table.num_rows),
+                ]
+                + table.columns,
+                schema=pa.schema([*keys, *table.schema]),
+            )
+            for table, phases in states
+            for scenario, phase in phases
+        ]
+    )
 
 
-STALE_VIEWS = "scenario string, phase int, group string, client_id string, view_phase int"
-
-
-def stale_views(snapshot: Snapshot, scenarios: Sequence[sc.Scenario]) -> DataFrame | None:
+def stale_views(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> pa.Table | None:
     """One row per (scenario, phase, group, stale client): the clients of each stale_view phase
     that still compute from ``view_phase`` (the phase before the change); None without any.
 
     ``fraction`` picks ceil(fraction x clients) of the group's clients by a seeded hash: the
     same ones every run."""
-    frames = []
+    parts = []
     for scenario in scenarios:
         views = scenario.stale_views()
         if not views:
             continue
-        snaps = phase_snapshots(snapshot, scenario)
+        snaps = phase_snapshots(tables, scenario)
         for k, step in views:
-            frames.append(
-                _stale_clients(snaps[k - 1], step).select(
-                    F.lit(scenario.name).alias("scenario"),
-                    F.lit(k).cast("int").alias("phase"),
-                    F.lit(step.group).alias("group"),
-                    "client_id",
-                    F.lit(k - 2).cast("int").alias("view_phase"),
+            clients = _stale_clients(snaps[k - 1], step)
+            n = len(clients)
+            # Named clients come from a table of them; picked ones from the consumers table.
+            nullable = (
+                step.client_ids is not None or snaps[k - 1].consumers.schema.field("client_id").nullable
+            )
+            parts.append(
+                pa.table(
+                    [
+                        _constant(scenario.name, pa.string(), n),
+                        _constant(k, pa.int32(), n),
+                        _constant(step.group, pa.string(), n),
+                        clients.cast(pa.string()),
+                        _constant(k - 2, pa.int32(), n),
+                    ],
+                    schema=STALE_VIEWS.set(3, STALE_VIEWS.field("client_id").with_nullable(nullable)),
                 )
             )
-    return reduce(DataFrame.unionByName, frames) if frames else None
+    return _union(*parts) if parts else None
 
 
-def _stale_clients(current: Snapshot, step: sc.StaleView) -> DataFrame:
-    spark = current.consumers.sparkSession
+def _stale_clients(current: Snapshot, step: sc.StaleView) -> pa.Array:
     if step.client_ids is not None:
-        return spark.createDataFrame([(c,) for c in step.client_ids], "client_id string")
-    clients = current.consumers.where(F.col("group") == step.group).select("group", "client_id").distinct()
-    by_hash = Window.partitionBy("group").orderBy(F.xxhash64(F.lit(step.seed), "client_id"), "client_id")
-    everyone = Window.partitionBy("group")
-    return (
-        clients.withColumn("_rank", F.row_number().over(by_hash))
-        .withColumn("_of", F.count(F.lit(1)).over(everyone))
-        # Less a hair: 10 x 0.7 is 7.000000000000001 in floating point, and must pick 7.
-        .where(F.col("_rank") <= F.ceil(F.col("_of") * F.lit(step.fraction) - F.lit(1e-9)))
-        .select("client_id")
-    )
+        return pa.array(list(step.client_ids), pa.string())
+    consumers = current.consumers
+    clients = pc.unique(consumers["client_id"].filter(pc.equal(consumers["group"], step.group)))
+    # Less a hair: 10 x 0.7 is 7.000000000000001 in floating point, and must pick 7.
+    picked = math.ceil(len(clients) * float(step.fraction or 0) - 1e-9)
+    return clients.take(pa.array(seeded_order(step.seed, clients)[: max(picked, 0)], pa.int64()))
 
 
-# client_lists columns null for a whole row where the snapshot has no data for them.
-NULL_WHEN_ABSENT = ("client_configs", "client_languages")
-
-
-def with_left_subscriptions(client_lists: DataFrame, scenarios: Sequence[sc.Scenario]) -> DataFrame:
+def with_left_subscriptions(client_lists: pa.Table, scenarios: Sequence[sc.Scenario]) -> pa.Table:
     """``client_lists`` (routes.client_lists by phase) with an empty client list for each phase in
     which a (topic, group) has no client left but had one in an earlier phase of the scenario.
 
@@ -336,21 +405,36 @@ def with_left_subscriptions(client_lists: DataFrame, scenarios: Sequence[sc.Scen
     leaving = sorted({s.group for run in scenarios for s in run.steps if isinstance(s, sc.ConsumersLeave)})
     if not leaving:
         return client_lists
-    spark = client_lists.sparkSession
     key = [*PHASE, "topic", "group"]
-    every_phase = spark.createDataFrame(
-        [(run.name, k) for run in scenarios for k in range(run.last_phase + 1)], "scenario string, phase int"
+    every_phase = pa.table(
+        {
+            "scenario": pa.array(
+                [run.name for run in scenarios for _ in range(run.last_phase + 1)], pa.string()
+            ),
+            "phase": pa.array([k for run in scenarios for k in range(run.last_phase + 1)], pa.int32()),
+        }
     )
-    present = client_lists.where(F.col("group").isin(leaving)).select(*key)
-    since = present.groupBy("scenario", "topic", "group").agg(F.min("phase").alias("_since"))
+    present = client_lists.filter(pc.is_in(client_lists["group"], value_set=pa.array(leaving))).select(key)
+    since = present.group_by(["scenario", "topic", "group"]).aggregate([("phase", "min")])
     left = (
-        since.join(F.broadcast(every_phase), "scenario")
-        .where(F.col("phase") > F.col("_since"))
-        .join(present, key, "left_anti")
+        since.join(every_phase, "scenario", join_type="inner")
+        .filter(pc.greater(pc.field("phase"), pc.field("phase_min")))
+        .join(present, key, join_type="left anti")
     )
+    n = left.num_rows
+    schema = client_lists.schema
     empty = {
-        f.name: F.lit(None).cast(f.dataType) if f.name in NULL_WHEN_ABSENT else F.array().cast(f.dataType)
-        for f in client_lists.schema.fields
-        if f.name not in key
+        f.name: _empty_lists(f.type, n)
+        for f in schema
+        if f.name not in key and f.name not in NULL_WHEN_ABSENT
     }
-    return client_lists.unionByName(left.select(*key, *[c.alias(n) for n, c in empty.items()]))
+    # As Spark types the new rows: the phases come from a table of them, the lists are literals.
+    not_null = _not_null(schema, "scenario", "topic", "group") | frozenset(empty)
+    added = _rows(schema, n, {**{c: left[c].cast(schema.field(c).type) for c in key}, **empty}, not_null)
+    return _union(client_lists, added)
+
+
+def _empty_lists(type_: pa.DataType, n: int) -> pa.Array:
+    offsets = pa.array(np.zeros(n + 1, dtype=np.int64 if pa.types.is_large_list(type_) else np.int32))
+    array_class = pa.LargeListArray if pa.types.is_large_list(type_) else pa.ListArray
+    return array_class.from_arrays(offsets, pa.array([], type_.value_type), type=type_)

@@ -4,13 +4,11 @@ that point of its scenario, or the run stops with an InputError before the simul
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import reduce
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqsim.errors import InputError
 from rmqsim.scenarios.parse import (
@@ -31,47 +29,42 @@ from rmqsim.scenarios.parse import (
 from rmqsim.snapshot.load import Snapshot
 
 
-def existing_names(
-    snapshot: Snapshot, wanted: Referenced, counted: frozenset[str] = frozenset()
-) -> Referenced:
-    """Which of the names the scenarios refer to the snapshot holds, and how many clients each
-    ``counted`` group has: one small query (each Spark job costs the same whatever its size)."""
-
-    def named(df: DataFrame, kind: str, column: str, names: frozenset[str]) -> DataFrame | None:
-        if not names:
-            return None
-        found = df.where(F.col(column).isin(sorted(names)))
-        return found.select(
-            F.lit(kind).alias("kind"), F.lit(None).cast("string").alias("group"), F.col(column).alias("name")
+def existing_names(tables: Snapshot, wanted: Referenced, counted: frozenset[str] = frozenset()) -> Referenced:
+    """The names of ``wanted`` that the snapshot holds, and how many distinct clients each
+    ``counted`` group has."""
+    consumers = tables.consumers
+    groups = _found(consumers["group"], wanted.groups) | _found(tables.groups["group"], wanted.groups)
+    clients: frozenset[tuple[str, str]] = frozenset()
+    if wanted.clients:
+        # Only (group, client) pairs a step names: as few as the names, whatever the fleet's size.
+        ids = pa.array(sorted({c for _, c in wanted.clients}), consumers["client_id"].type)
+        named = consumers.filter(pc.is_in(consumers["client_id"], value_set=ids, skip_nulls=True))
+        pairs = named.select(["group", "client_id"]).group_by(["group", "client_id"]).aggregate([])
+        clients = frozenset(zip(pairs["group"].to_pylist(), pairs["client_id"].to_pylist())) & wanted.clients
+    sizes = {g: 0 for g in counted}
+    if counted:
+        of_counted = consumers.filter(
+            pc.is_in(consumers["group"], value_set=pa.array(sorted(counted), consumers["group"].type))
         )
-
-    parts = [
-        named(snapshot.brokers, "broker", "broker_name", wanted.brokers),
-        named(snapshot.topic_queues, "topic", "topic", wanted.topics),
-        named(snapshot.consumers, "group", "group", wanted.groups),
-        named(snapshot.groups, "group", "group", wanted.groups),
-    ]
-    if wanted.clients or counted:
-        # The named clients, and every client of the counted groups.
-        ids = sorted({c for _, c in wanted.clients})
-        clients = snapshot.consumers.where(
-            F.col("client_id").isin(ids) | F.col("group").isin(sorted(counted))
+        per_group = of_counted.group_by("group").aggregate(
+            [("client_id", "count_distinct", pc.CountOptions(mode="all"))]
         )
-        parts.append(clients.select(F.lit("client").alias("kind"), "group", F.col("client_id").alias("name")))
-    queries = [p for p in parts if p is not None]
-    rows = reduce(DataFrame.unionByName, queries).distinct().collect() if queries else []
-    found: dict[str, set] = {"broker": set(), "topic": set(), "group": set(), "client": set()}
-    for kind, group, name in rows:
-        found[kind].add((group, name) if kind == "client" else name)
-    clients_found = found["client"]
-    per_group = Counter(group for group, _ in clients_found)
+        sizes.update(zip(per_group["group"].to_pylist(), per_group["client_id_count_distinct"].to_pylist()))
     return Referenced(
-        brokers=frozenset(found["broker"]),
-        topics=frozenset(found["topic"]),
-        groups=frozenset(found["group"]),
-        clients=frozenset(clients_found & wanted.clients),
-        sizes={g: per_group[g] for g in counted},
+        brokers=_found(tables.brokers["broker_name"], wanted.brokers),
+        topics=_found(tables.topic_queues["topic"], wanted.topics),
+        groups=groups,
+        clients=clients,
+        sizes=sizes,
     )
+
+
+def _found(column: pa.ChunkedArray, names: frozenset[str]) -> frozenset[str]:
+    """The ``names`` the column holds."""
+    if not names:
+        return frozenset()
+    value_set = pa.array(sorted(names), column.type)
+    return frozenset(pc.unique(value_set.filter(pc.is_in(value_set, value_set=column))).to_pylist())
 
 
 @dataclass(frozen=True)

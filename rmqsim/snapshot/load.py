@@ -1,8 +1,10 @@
-"""Loading a snapshot (docs/CONTRACT.md, section 1): one Parquet dataset per table, checked before
-any heavy work.
+"""Loading a snapshot (docs/CONTRACT.md, section 1) as Arrow tables in the driver.
 
-Only Parquet footers are read here. A missing required table or column, or a column whose type
-cannot hold what the contract says, is an InputError naming the table and the column.
+A snapshot on this machine is read by pyarrow: the files Spark would read, no Spark job. Elsewhere
+(hdfs://, s3a://, or a Spark Connect server's paths) Spark reads each table and hands it over
+as Arrow. Either way every table is conformed to the contract here: a missing required table or
+column, or a column whose type cannot hold what the contract says, is an InputError naming the
+table and the column.
 """
 
 from __future__ import annotations
@@ -11,20 +13,13 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column as SparkColumn
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    DataType,
-    DoubleType,
-    IntegerType,
-    IntegralType,
-    LongType,
-    NumericType,
-    StringType,
-)
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
+from pyspark.sql.types import ArrayType, DataType, DoubleType, IntegerType, IntegralType, LongType, StringType
 
 from rmqsim import schemas, session
 from rmqsim.errors import InputError
@@ -33,15 +28,14 @@ from rmqsim.schemas import Column, TableSpec
 
 @dataclass(frozen=True)
 class Snapshot:
-    brokers: DataFrame
-    topic_queues: DataFrame
-    consumers: DataFrame
-    groups: DataFrame  # empty, with the contract's columns, when the snapshot has no groups table
-    offsets: DataFrame | None = None
-    queue_config: DataFrame | None = None
-    observed_assignments: DataFrame | None = None  # read by `rmqsim validate` only
-    # Optional columns the files have, as "table.column": an absent one holds its default on every
-    # row, and the stage need not ship it to Python.
+    brokers: pa.Table
+    topic_queues: pa.Table
+    consumers: pa.Table
+    groups: pa.Table  # empty, with the contract's columns, when the snapshot has no groups table
+    offsets: pa.Table | None = None
+    queue_config: pa.Table | None = None
+    observed_assignments: pa.Table | None = None  # read by `rmqsim validate` only
+    # Optional columns the files have, as "table.column".
     given: frozenset[str] = frozenset()
 
 
@@ -51,20 +45,10 @@ def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
     if local:
         check_layout(path)
     read = {spec.name: _load_table(spark, path, spec, local=local) for spec in schemas.SNAPSHOT_TABLES}
-    tables = {name: df for name, (df, _) in read.items()}
-    groups = tables["groups"]
-    if groups is None:
-        groups = spark.createDataFrame([], schemas.GROUPS.schema)
-    return Snapshot(
-        brokers=tables["brokers"],
-        topic_queues=tables["topic_queues"],
-        consumers=tables["consumers"],
-        groups=groups,
-        offsets=tables["offsets"],
-        queue_config=tables["queue_config"],
-        observed_assignments=tables["observed_assignments"],
-        given=frozenset(c for _, given in read.values() for c in given),
-    )
+    tables = {name: table for name, (table, _) in read.items()}
+    if tables["groups"] is None:
+        tables["groups"] = schemas_table(schemas.GROUPS).schema.empty_table()
+    return Snapshot(**tables, given=frozenset(c for _, given in read.values() for c in given))
 
 
 def _is_local(path: str) -> bool:
@@ -106,18 +90,22 @@ def _hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
+def data_files(path: str) -> list[str]:
+    """The files Spark reads as the table at ``path`` (a file, or a directory tree)."""
+    if os.path.isfile(path):
+        return [path]
+    files = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not _hidden(d))
+        files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
+    return files
+
+
 def _check_files(table: str, path: str) -> None:
     """Every file Spark would read as ``table`` is Parquet: a stray file (a note, a CSV export)
     otherwise fails the run only when the first job reaches it, as a Java stack trace. Reads
     eight bytes a file: the magic at both ends."""
-    if os.path.isfile(path):
-        files = [path]
-    else:
-        files = []
-        for root, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not _hidden(d))
-            files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
-    for file in files:
+    for file in data_files(path):
         size = os.path.getsize(file)
         if size == 0:
             continue  # Spark reads an empty file as no rows
@@ -138,38 +126,53 @@ def _local_table(snapshot: str, table: str) -> str | None:
     return next((c for c in _candidates(snapshot, table) if os.path.exists(_local(c))), None)
 
 
+def schemas_table(spec: TableSpec) -> pa.Table:
+    """An empty table with ``spec``'s columns and Arrow types."""
+    return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in spec.columns]).empty_table()
+
+
+def arrow_type(spark_type: DataType) -> pa.DataType:
+    return to_arrow_type(spark_type)
+
+
 def _load_table(
     spark: SparkSession, snapshot: str, spec: TableSpec, *, local: bool
-) -> tuple[DataFrame | None, set[str]]:
-    """The table conformed to ``spec`` (None where an optional table is absent), and the optional
-    columns its files have. ``local``: the snapshot is on this machine's file system."""
+) -> tuple[pa.Table | None, set[str]]:
     if local:
         path = _local_table(snapshot, spec.name)
         if path is None:
             return None, set()  # check_layout already stopped a missing required table
         try:
-            return _conformed(spark.read.parquet(path), spec)
-        except InputError:
-            raise
-        except Exception as e:  # AnalysisException; a Java error for a Parquet file with a broken footer
+            table = _read_files(path)
+        except (OSError, pa.ArrowException) as e:  # a file with a broken footer
             raise InputError(spec.name, None, f"cannot read {path} as Parquet: {_first_line(e)}") from None
+        return _conformed(table, spec)
     for candidate in _candidates(snapshot, spec.name):
         try:
             df = spark.read.parquet(candidate)
             _ = df.schema  # through Spark Connect reading is lazy: a missing path fails here
         except AnalysisException:
             continue  # not there under this spelling: try the next
-        return _conformed(df, spec)
+        return _conformed(df.toArrow(), spec)
     if spec.required:
         where = " or ".join(_candidates(snapshot, spec.name))
         raise InputError(spec.name, None, f"required table is missing: expected {where}")
     return None, set()
 
 
-def _conformed(df: DataFrame, spec: TableSpec) -> tuple[DataFrame, set[str]]:
-    present = {f.name.lower() for f in df.schema.fields}
-    given = {f"{spec.name}.{c.name}" for c in spec.columns if not c.required and c.name.lower() in present}
-    return conform(df, spec), given
+def _read_files(path: str) -> pa.Table:
+    """The rows of the Parquet files Spark would read at ``path`` (a file, or a directory with
+    key=value partition directories, whose values Spark reads as strings)."""
+    base = path if os.path.isdir(path) else os.path.dirname(path)
+    files = [f for f in data_files(path) if os.path.getsize(f) > 0]  # Spark reads an empty file as no rows
+    keys = sorted(
+        {part.split("=", 1)[0] for f in files for part in os.path.relpath(f, base).split(os.sep)[:-1]}
+    )
+    partitioning = (
+        ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive") if keys else None
+    )
+    dataset = ds.dataset(files, format="parquet", partitioning=partitioning, partition_base_dir=base)
+    return dataset.to_table()
 
 
 def _first_line(error: Exception) -> str:
@@ -179,51 +182,78 @@ def _first_line(error: Exception) -> str:
     return (text.strip().splitlines() or [""])[0][:500]
 
 
-def conform(df: DataFrame, spec: TableSpec) -> DataFrame:
-    """Select the contract's columns in its order, cast to its types, fill absent optional ones."""
-    present = {f.name.lower(): f for f in df.schema.fields}
-    out: list[SparkColumn] = []
+def _conformed(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, set[str]]:
+    present = {name.lower() for name in table.column_names}
+    given = {f"{spec.name}.{c.name}" for c in spec.columns if not c.required and c.name.lower() in present}
+    return conform(table, spec), given
+
+
+def conform(table: pa.Table, spec: TableSpec) -> pa.Table:
+    """The contract's columns in its order, cast to its types; absent optional ones filled with
+    their default."""
+    present = {name.lower(): name for name in table.column_names}
+    arrays: list[pa.ChunkedArray | pa.Array] = []
     for col in spec.columns:
-        field = present.get(col.name.lower())
-        if field is None:
+        target = arrow_type(col.type)
+        name = present.get(col.name.lower())
+        if name is None:
             if col.required:
-                found = ", ".join(sorted(f.name for f in df.schema.fields)) or "none"
+                found = ", ".join(sorted(table.column_names)) or "none"
                 raise InputError(spec.name, col.name, f"required column is missing (found: {found})")
-            out.append(F.lit(col.default).cast(col.type).alias(col.name))
+            arrays.append(pa.repeat(pa.scalar(col.default, target), table.num_rows))
             continue
-        _check_type(spec.name, col, field.dataType)
-        out.append(
-            _narrowed(F.col(f"`{field.name}`"), col.type, field.dataType).cast(col.type).alias(col.name)
-        )
-    return df.select(*out)
+        values = table.column(name)
+        _check_type(spec.name, col, values.type)
+        arrays.append(_cast(values, col.type, target))
+    return pa.table(arrays, names=[c.name for c in spec.columns])
 
 
-_INT_BOUNDS = (-(2**31), 2**31 - 1)
+INT_BOUNDS = (-(2**31), 2**31 - 1)
+LONG_BOUNDS = (-(2**63), 2**63 - 1)
 
 
-def _narrowed(value: SparkColumn, expected: DataType, found: DataType) -> SparkColumn:
-    """A wider integer saturates at the contract's int bounds, so the range rules reject the row
-    (naming the column) where a plain cast would fail the whole run (ANSI) or wrap around."""
-    if isinstance(expected, IntegerType) and isinstance(found, LongType):
-        low, high = _INT_BOUNDS
-        return F.least(F.greatest(value, F.lit(low)), F.lit(high))
-    return value
+def _cast(values: pa.ChunkedArray, expected: DataType, target: pa.DataType) -> pa.ChunkedArray:
+    """A wider integer saturates at the contract's bounds, so the range rules reject the row
+    (naming the column) where a plain cast would fail the whole run or wrap around."""
+    if isinstance(expected, (IntegerType, LongType)) and pa.types.is_integer(values.type):
+        low, high = INT_BOUNDS if isinstance(expected, IntegerType) else LONG_BOUNDS
+        if pa.types.is_signed_integer(values.type):
+            values = pc.min_element_wise(
+                pc.max_element_wise(values.cast(pa.int64()), low, skip_nulls=False), high, skip_nulls=False
+            )
+        else:
+            values = pc.min_element_wise(
+                values.cast(pa.uint64()), pa.scalar(high, pa.uint64()), skip_nulls=False
+            )
+    return values.cast(target, safe=not isinstance(expected, DoubleType))
 
 
-def _check_type(table: str, col: Column, found: DataType) -> None:
+def _check_type(table: str, col: Column, found: pa.DataType) -> None:
     if _compatible(col.type, found):
         return
-    raise InputError(table, col.name, f"expected {col.type.simpleString()}, found {found.simpleString()}")
+    raise InputError(table, col.name, f"expected {col.type.simpleString()}, found {_spark_name(found)}")
 
 
-def _compatible(expected: DataType, found: DataType) -> bool:
-    # Integer widths vary with the exporter (pandas writes int64); see _narrowed for wider values.
+def _spark_name(found: pa.DataType) -> str:
+    """The type as Spark names it, as the user's tools show it."""
+    try:
+        return from_arrow_type(found).simpleString()
+    except Exception:  # a type Spark has no name for
+        return str(found)
+
+
+def _compatible(expected: DataType, found: pa.DataType) -> bool:
+    if pa.types.is_null(found):  # a column of nulls only (pandas writes None columns so) fits any type
+        return True
+    # Integer widths vary with the exporter (pandas writes int64); see _cast for wider values.
     if isinstance(expected, IntegralType):
-        return isinstance(found, IntegralType)
+        return pa.types.is_integer(found)
     if isinstance(expected, DoubleType):
-        return isinstance(found, NumericType)
+        return pa.types.is_integer(found) or pa.types.is_floating(found) or pa.types.is_decimal(found)
     if isinstance(expected, ArrayType):
-        return isinstance(found, ArrayType) and _compatible(expected.elementType, found.elementType)
+        return (pa.types.is_list(found) or pa.types.is_large_list(found)) and _compatible(
+            expected.elementType, found.value_type
+        )
     if isinstance(expected, StringType):
-        return isinstance(found, StringType)
-    return type(expected) is type(found)
+        return pa.types.is_string(found) or pa.types.is_large_string(found) or pa.types.is_string_view(found)
+    return to_arrow_type(expected) == found

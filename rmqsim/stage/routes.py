@@ -1,305 +1,548 @@
-"""How a consumer sees its topic (docs/CONTRACT.md, section 2): each topic's mqAll and each group's cidAll.
+"""How a consumer sees its topic (docs/CONTRACT.md, section 2), built in the driver with pyarrow and
+numpy: the rows rmqsim.stage.routes builds with Spark, without a Spark job per step.
 
 Routes stay compact: one row per topic with its brokers (in Java String order) and their read
-queue counts, joined to one row per (topic, group) with its sorted client ids. Queues are only
-expanded inside the allocation stage, so Spark never shuffles one row per queue.
+queue counts, joined to one row per (topic, group) with its sorted client ids. Every list column is
+Spark's ``array_sort(collect_list(...))``: one sort of the whole table by the group's keys and then
+the list's order, cut into runs of equal keys. Joins go through row numbers, as Acero joins no
+table with a nested column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema  # a type mapping only: no session, no job
 
 from rmqsim import schemas
 
 # RocketMQ PermName bits.
 PERM_READ = 4
+PHASE = ("scenario", "phase")
+
+ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+QUEUE_REF = ROUTES.field("client_configs").type.value_type.value_type
+BALANCING = ROUTES.field("balancing").type
 
 
-def java_order(name: str) -> Column:
-    """A binary sort key that orders strings as Java's String.compareTo (UTF-16 code units)."""
-    return F.encode(F.col(f"`{name}`"), "UTF-16BE")
+def _list(value: pa.DataType, nullable: bool = True) -> pa.ListType:
+    """A list type as Spark hands it over: elements named ``element``, nullable or not."""
+    return pa.list_(pa.field("element", value, nullable))
 
 
-def broker_facts(brokers: DataFrame, *, by: Sequence[str] = ()) -> DataFrame:
-    """One row per broker_name: ``alive`` (an instance is up, so the NameServer still routes it;
-    a null alive counts as up), ``master_alive`` (its master, id 0, is up: the proxy needs it) and
-    ``machine_room`` (the master's where instances disagree)."""
-    alive = F.coalesce(F.col("alive"), F.lit(True))
-    master = F.coalesce(F.col("broker_id"), F.lit(0)) == 0
-    master_room = F.max(F.when(master, F.col("machine_room")))
-    return brokers.groupBy(*by, "broker_name").agg(
-        F.max(alive).alias("alive"),
-        F.coalesce(F.max(master & alive), F.lit(False)).alias("master_alive"),
-        F.coalesce(master_room, F.max("machine_room")).alias("machine_room"),
+# The nested types of Spark's toArrow, which says where collect_list and literals hold no null.
+CLIENT_CONFIG = _list(QUEUE_REF, nullable=False)
+BACKLOGS = _list(
+    pa.struct(
+        [
+            pa.field("broker_name", pa.string()),
+            pa.field("queue_id", pa.int32()),
+            pa.field("backlog", pa.int64(), nullable=False),
+        ]
+    ),
+    nullable=False,
+)
+STRATEGIES = _list(pa.string(), nullable=False)
+
+
+# ------------------------------------------------------------------ Java order
+
+
+def java_order(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A key whose byte order is java.lang.String.compareTo's (UTF-16 code units); null stays null.
+
+    UTF-8 bytes order strings by code point, and Java's order differs only where a character
+    outside the BMP (a surrogate pair, 0xD800..0xDFFF in UTF-16) meets one in U+E000..U+FFFF:
+    Java puts the pair first. UTF-8 starts those, and only those, with the bytes 0xEE and 0xEF
+    (a continuation byte is 0x80..0xBF); moved to 0xF5 and 0xF6, which UTF-8 never uses, they
+    sort after every 4-byte character (0xF0..0xF4) and keep their order among themselves. Without
+    a 4-byte character a string is its own key."""
+    array = _array(values)
+    large = pa.types.is_large_string(array.type)
+    _, offsets, data = array.buffers()
+    if data is None:
+        return array
+    at = np.frombuffer(offsets, dtype=np.int64 if large else np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    raw = np.frombuffer(data, dtype=np.uint8)[at[0] : at[-1]]
+    if not (raw >= 0xF0).any():
+        return array
+    raw = raw.copy()
+    raw[raw == 0xEE] = 0xF5
+    raw[raw == 0xEF] = 0xF6
+    keys = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(),
+        len(array),
+        [None, pa.py_buffer(at - at[0]), pa.py_buffer(raw)],
+    )
+    return pc.if_else(array.is_valid(), keys, pa.scalar(None, keys.type)) if array.null_count else keys
+
+
+# ------------------------------------------------------------------ group, join
+
+
+def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _run_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """Where each run of equal ``keys`` starts (null equals null, as GROUP BY has it) in ``rows``,
+    which are sorted by them."""
+    new = np.zeros(rows.num_rows, dtype=bool)
+    new[:1] = True
+    for key in keys:
+        column = _array(rows[key])
+        after, before = column[1:], column[:-1]
+        differs = pc.fill_null(pc.not_equal(after, before), pc.not_equal(after.is_null(), before.is_null()))
+        new[1:] |= differs.to_numpy(zero_copy_only=False)
+    return np.flatnonzero(new)
+
+
+def _collect(
+    table: pa.Table,
+    keys: Sequence[str],
+    lists: Mapping[str, str],
+    *,
+    order: Sequence[str] = (),
+    keep: pa.Array | pa.ChunkedArray | None = None,
+) -> pa.Table:
+    """``keys`` once per distinct value (nulls equal) with ``lists``, output name to input column:
+    the column's values in ``order``, ascending with nulls first (array_sort's order of a struct's
+    fields). ``keep``: the rows whose values enter the lists; a group left without any keeps its
+    row with empty lists, as collect_list gives it."""
+    if keep is not None:
+        table = table.append_column("_keep", keep)
+    at = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in (*keys, *order)])
+    rows = table.select([*keys, *lists.values(), *(["_keep"] if keep is not None else [])]).take(at)
+    starts = _run_starts(rows, keys)
+    if keep is None:
+        offsets = np.append(starts, rows.num_rows)
+    else:
+        kept = pc.fill_null(rows["_keep"], False).to_numpy(zero_copy_only=False)
+        counts = np.add.reduceat(kept.astype(np.int64), starts) if len(starts) else np.zeros(0, np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        rows = rows.filter(kept)
+    out = table.select(keys).take(at.take(pa.array(starts, pa.int64())))
+    for name, column in lists.items():
+        values = _array(rows[column])
+        out = out.append_column(
+            name, pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=_list(values.type))
+        )
+    return out
+
+
+def _left_join(left: pa.Table, right: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """SQL's LEFT JOIN USING ``keys``: each left row once per right row with equal keys (a null
+    key equals none), or once with nulls; right's other columns after left's, in left's row order."""
+    numbered = _numbered(right, keys, "_right")
+    pairs = _numbered(left, keys, "_left").join(numbered, keys, join_type="left outer")
+    pairs = pairs.sort_by([("_left", "ascending"), ("_right", "ascending")])
+    out = left.take(pairs["_left"])
+    for field in right.schema:
+        if field.name not in keys:
+            out = out.append_column(field, right[field.name].take(pairs["_right"]))
+    return out
+
+
+def _numbered(table: pa.Table, keys: Sequence[str], name: str) -> pa.Table:
+    return table.select(keys).append_column(name, pa.array(np.arange(table.num_rows), pa.int64()))
+
+
+def _offsets(lengths: np.ndarray) -> pa.Array:
+    return pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
+
+
+def _lengths(lists: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _or_empty(lists: pa.Array | pa.ChunkedArray, type: pa.ListType) -> pa.Array:
+    """coalesce(lists, array()): a null list becomes an empty one."""
+    lists = _array(lists)
+    return pa.ListArray.from_arrays(_offsets(_lengths(lists)), pc.list_flatten(lists), type=type)
+
+
+def _repeated(values: Sequence[str], rows: int, type: pa.ListType) -> pa.Array:
+    """The same list of strings on every row."""
+    codes = np.tile(np.arange(len(values)), rows)
+    flat = pa.array(list(values), pa.string()).take(pa.array(codes, pa.int64()))
+    return pa.ListArray.from_arrays(_offsets(np.full(rows, len(values))), flat, type=type)
+
+
+def _select(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table``'s columns of ``schema``, as its types. (Arrow casts no null struct to a struct
+    whose fields hold no null, not even to its own type: an equal type is left alone.)"""
+    columns = [_array(table[f.name]) for f in schema]
+    return pa.Table.from_arrays(
+        [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)], schema=schema
     )
 
 
-def topic_routes(topic_queues: DataFrame, *, brokers: DataFrame, by: Sequence[str] = ()) -> DataFrame:
+# ------------------------------------------------------------------ brokers and topics
+
+
+def broker_facts(brokers: pa.Table, *, by: Sequence[str] = ()) -> pa.Table:
+    """One row per broker_name: ``alive`` (an instance is up, so the NameServer still routes it;
+    a null alive counts as up), ``master_alive`` (its master, id 0, is up: the proxy needs it) and
+    ``machine_room`` (the master's where instances disagree; the greatest where rooms differ)."""
+    alive = pc.fill_null(brokers["alive"], True)
+    master = pc.equal(pc.fill_null(brokers["broker_id"], 0), 0)
+    facts = pa.table(
+        {
+            **{k: brokers[k] for k in (*by, "broker_name")},
+            "alive": alive,
+            "master_alive": pc.and_(master, alive),
+            "master_room": pc.if_else(master, brokers["machine_room"], pa.scalar(None, pa.string())),
+            "machine_room": brokers["machine_room"],
+        }
+    ).group_by([*by, "broker_name"], use_threads=False)
+    facts = facts.aggregate(
+        [("alive", "any"), ("master_alive", "any"), ("master_room", "max"), ("machine_room", "max")]
+    )
+    room = pc.coalesce(facts["master_room_max"], facts["machine_room_max"])
+    return pa.table(
+        {
+            **{k: facts[k] for k in (*by, "broker_name")},
+            "alive": facts["alive_any"],
+            "master_alive": facts["master_alive_any"],
+            "machine_room": room,
+        }
+    )
+
+
+def topic_routes(topic_queues: pa.Table, *, brokers: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     """One row per topic (and ``by`` key, e.g. scenario and phase): ``broker_names`` in Java
-    order, their ``read_queue_nums`` and rooms.
+    order, their ``read_queue_nums``, rooms and whether their masters are alive.
 
     A QueueData becomes queues when it has read permission and read queues on a live broker.
     mqAll is a set in the client, so repeated QueueData for one broker add no queues: a broker
     contributes queues 0..max(read_queue_nums)-1. A topic whose every QueueData is unreadable keeps
-    its row with empty arrays (the client then throws "mqAll is null or mqAll empty").
-    One aggregation per topic does it all: every shuffle is a Spark job, and these tables are small.
+    its row with empty lists (the client then throws "mqAll is null or mqAll empty").
     """
-    readable = (
-        (F.col("perm").bitwiseAND(PERM_READ) != 0)
-        & (F.col("read_queue_nums") > 0)
-        & F.coalesce(F.col("alive"), F.lit(False))
+    joined = _left_join(topic_queues, broker_facts(brokers, by=by), [*by, "broker_name"])
+    can_read = pc.not_equal(pc.bit_wise_and(joined["perm"], PERM_READ), 0)
+    readable = pc.and_kleene(
+        pc.and_kleene(can_read, pc.greater(joined["read_queue_nums"], 0)),
+        pc.fill_null(joined["alive"], False),
     )
-    entry = F.struct(
-        java_order("broker_name").alias("key"),
-        (-F.col("read_queue_nums")).alias("most_queues_first"),
-        F.col("broker_name"),
-        F.col("read_queue_nums"),
-        F.col("machine_room"),
-        F.col("master_alive"),
+    # A broker's facts hang on its name, so grouping by them too keeps one row per broker.
+    per_broker = (
+        joined.filter(pc.fill_null(readable, False))
+        .group_by([*by, "topic", "broker_name", "machine_room", "master_alive"], use_threads=False)
+        .aggregate([("read_queue_nums", "max")])
     )
-    queue_data = F.array_sort(F.collect_list(F.when(readable, entry)))  # collect_list drops nulls
-    first_per_broker = F.filter(
-        "queue_data", lambda e, i: (i == 0) | (e["key"] != F.get(F.col("queue_data"), i - 1)["key"])
+    # Every topic once more, as a row that enters no list: a topic none of whose QueueData is
+    # readable keeps its row (a join would lose a null topic, which GROUP BY keeps).
+    topics = joined.group_by([*by, "topic"], use_threads=False).aggregate([])
+    entries = pa.concat_tables(
+        [
+            per_broker.append_column("_entry", pa.array(np.ones(per_broker.num_rows, bool))),
+            topics.append_column("_entry", pa.array(np.zeros(topics.num_rows, bool))),
+        ],
+        promote_options="default",  # the topic rows' other columns are null
     )
-    return (
-        topic_queues.join(F.broadcast(broker_facts(brokers, by=by)), [*by, "broker_name"], "left")
-        .groupBy(*by, "topic")
-        .agg(queue_data.alias("queue_data"))
-        .select(*by, "topic", first_per_broker.alias("route"))
-        .select(
-            *by,
-            "topic",
-            F.col("route.broker_name").alias("broker_names"),
-            F.col("route.read_queue_nums").alias("read_queue_nums"),
-            F.col("route.machine_room").alias("broker_rooms"),
-            F.col("route.master_alive").alias("broker_masters"),
-        )
-    )
+    entries = entries.append_column("_key", java_order(entries["broker_name"]))
+    lists = {
+        "broker_names": "broker_name",
+        "read_queue_nums": "read_queue_nums_max",
+        "broker_rooms": "machine_room",
+        "broker_masters": "master_alive",
+    }
+    out = _collect(entries, [*by, "topic"], lists, order=["_key"], keep=entries["_entry"])
+    return _select(out, _schema(out, {c: ROUTES.field(c).type for c in lists}))
 
 
-def configured_queues(queue_config: DataFrame) -> DataFrame:
-    """One row per (group, topic, client_id): its CONFIG queue list, in mqAll order."""
-    entry = F.struct(java_order("broker_name").alias("key"), F.col("broker_name"), F.col("queue_id"))
-    return (
-        queue_config.groupBy("group", "topic", "client_id")
-        .agg(F.array_sort(F.collect_set(entry)).alias("queues"))
-        .select(
-            "group",
-            "topic",
-            "client_id",
-            F.transform(
-                "queues", lambda q: F.struct(q.broker_name.alias("broker_name"), q.queue_id.alias("queue_id"))
-            ).alias("client_config"),
-        )
+def _schema(table: pa.Table, types: Mapping[str, pa.DataType]) -> pa.Schema:
+    return pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in table.schema])
+
+
+# ------------------------------------------------------------------ clients
+
+
+def configured_queues(queue_config: pa.Table) -> pa.Table:
+    """One row per (group, topic, client_id): its CONFIG queue list, distinct, in mqAll order."""
+    keys = ["group", "topic", "client_id"]
+    entries = queue_config.group_by([*keys, "broker_name", "queue_id"], use_threads=False).aggregate([])
+    queue = pa.StructArray.from_arrays(
+        [_array(entries["broker_name"]), _array(entries["queue_id"])], fields=list(QUEUE_REF)
     )
+    entries = entries.append_column("_queue", queue)
+    entries = entries.append_column("_key", java_order(entries["broker_name"]))
+    out = _collect(entries, keys, {"client_config": "_queue"}, order=["_key", "broker_name", "queue_id"])
+    return _select(out, _schema(out, {"client_config": CLIENT_CONFIG}))
 
 
 def client_lists(
-    consumers: DataFrame,
+    consumers: pa.Table,
     *,
-    queue_config: DataFrame | None = None,
+    queue_config: pa.Table | None = None,
     languages: bool = False,
     by: Sequence[str] = (),
-) -> DataFrame:
+) -> pa.Table:
     """One row per (topic, group) and ``by`` key: ``client_ids`` in Java order, duplicates kept
     as reported, with each client's machine room, CONFIG list (null without queue_config rows) and
     library (null unless ``languages``: the consumers table has a language column) alongside.
 
-    Without a queue_config table ``client_configs`` is null for the whole row: a list of nulls
-    per client cost more to hand to Python than the client ids themselves; so for languages.
+    Without a queue_config table ``client_configs`` is null for the whole row, and so is
+    ``client_languages`` without languages: a list of nulls per client costs more to hand to
+    Python than the client ids themselves.
     """
-    fields = [java_order("client_id").alias("key"), F.col("client_id"), F.col("machine_room")]
+    lists = {"client_ids": "client_id", "client_rooms": "machine_room"}
+    # array_sort compares whole structs: the fields after the key break its ties. A client's
+    # CONFIG list follows from its id, so only the room and the library can break a tie.
+    order = ["_key", "client_id", "machine_room"]
     if queue_config is not None:
-        consumers = consumers.join(configured_queues(queue_config), ["group", "topic", "client_id"], "left")
-        fields.append(F.col("client_config"))
+        consumers = _left_join(consumers, configured_queues(queue_config), ["group", "topic", "client_id"])
+        lists["client_configs"] = "client_config"
     if languages:
-        fields.append(normalised(F.col("language")).alias("language"))
-    clients = consumers.groupBy(*by, "topic", "group").agg(
-        F.array_sort(F.collect_list(F.struct(*fields))).alias("c")
+        consumers = consumers.append_column("_language", normalised(consumers["language"]))
+        lists["client_languages"] = "_language"
+        order.append("_language")
+    consumers = consumers.append_column("_key", java_order(consumers["client_id"]))
+    out = _collect(consumers, [*by, "topic", "group"], lists, order=order)
+    types = {
+        c: ROUTES.field(c).type for c in ("client_ids", "client_rooms", "client_configs", "client_languages")
+    }
+    if queue_config is not None:
+        # Spark's collect_list holds no null CONFIG entry; its null literal says nothing of that.
+        types["client_configs"] = _list(CLIENT_CONFIG)
+    for absent in ("client_configs", "client_languages"):
+        if absent not in lists:
+            out = out.append_column(absent, pa.nulls(out.num_rows, types[absent]))
+    keys = [out.schema.field(k) for k in (*by, "topic", "group")]
+    return _select(out, pa.schema([*keys, *[pa.field(c, t) for c, t in types.items()]]))
+
+
+# ------------------------------------------------------------------ strategies
+
+
+def normalised(names: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A name from the groups table as the client compares it: trimmed (of spaces only, as
+    Spark's trim), upper case. Arrow's upper case maps a character to one character; Java's, like
+    Python's, may make several of it (ß: SS), so names that are not all ASCII take Python's, once
+    per distinct name."""
+    trimmed = pc.utf8_trim(_array(names), " ")
+    if pc.all(pc.string_is_ascii(trimmed)).as_py() is not False:  # null: no name at all
+        return pc.ascii_upper(trimmed)
+    encoded = pc.dictionary_encode(trimmed)
+    distinct = encoded.dictionary.to_pylist()
+    upper = pa.array([n.upper().translate(NEWER_UPPER) for n in distinct], pa.string())
+    return upper.take(encoded.indices)
+
+
+# Upper cases that Unicodes after 14 added, which Spark's ICU (icu4j 78) applies and Python 3.11's
+# tables (Unicode 14) lack: of every code point's upper case compared with Spark's, these alone differed.
+NEWER_UPPER = {
+    **{0x019B: 0xA7DC, 0x0264: 0xA7CB, 0x1C8A: 0x1C89, 0xA7CD: 0xA7CC},
+    **{0xA7CF: 0xA7CE, 0xA7D3: 0xA7D2, 0xA7D5: 0xA7D4, 0xA7DB: 0xA7DA},
+    **{c: c - 0x20 for c in range(0x10D70, 0x10D86)},
+    **{c: c - 0x1B for c in range(0x16EBB, 0x16ED4)},
+}
+
+
+def normalised_strategy(groups: pa.Table) -> pa.Array:
+    return normalised(pc.coalesce(groups["strategy"], "AVG"))
+
+
+def with_strategies(
+    client_lists: pa.Table,
+    *,
+    groups: pa.Table,
+    strategies: Sequence[str] | None,
+    balancing: bool = False,
+    by: Sequence[str] = (),
+) -> pa.Table:
+    """Add the group's parameters and the ``strategies`` to run: the group's configured one (None),
+    or the named ones (narrowed by group_routes to those the group has the configuration for).
+    ``balancing``: the groups table says who balances (schemas.BALANCING); else that is null."""
+    params = pa.table(
+        {
+            **{k: groups[k] for k in (*by, "group")},
+            "_strategy": normalised_strategy(groups),
+            "_virtual_node_cnt": groups["virtual_node_cnt"],
+            "_consumer_idcs": groups["consumer_idcs"],
+            "_inner_strategy": normalised(groups["inner_strategy"]),
+            "_message_model": normalised(groups["message_model"]),
+            "_rebalance": normalised(groups["rebalance"]),
+            "_request_mode": normalised(groups["request_mode"]),
+            "_pop_share_queue_num": groups["pop_share_queue_num"],
+            "_consume_orderly": groups["consume_orderly"],
+        }
     )
-    configs = F.col("c.client_config") if queue_config is not None else F.lit(None).cast(CLIENT_CONFIGS)
-    language = F.col("c.language") if languages else F.lit(None).cast("array<string>")
-    return clients.select(
-        *by,
-        "topic",
-        "group",
-        F.col("c.client_id").alias("client_ids"),
-        F.col("c.machine_room").alias("client_rooms"),
-        configs.alias("client_configs"),
-        language.alias("client_languages"),
+    joined = _left_join(client_lists, params, [*by, "group"])
+    rows = joined.num_rows
+    if strategies is None:
+        configured = _array(pc.coalesce(joined["_strategy"], "AVG"))
+        requested = pa.ListArray.from_arrays(_offsets(np.ones(rows, np.int64)), configured, type=STRATEGIES)
+    else:
+        requested = _repeated(strategies, rows, STRATEGIES)
+    added = {
+        "strategies": requested,
+        "compare": pa.array(np.full(rows, strategies is not None)),
+        "virtual_node_cnt": pc.coalesce(joined["_virtual_node_cnt"], pa.scalar(10, pa.int32())),
+        "consumer_idcs": joined["_consumer_idcs"],
+        "inner_strategy": pc.coalesce(joined["_inner_strategy"], "AVG"),
+        "message_model": pc.coalesce(joined["_message_model"], "CLUSTERING"),
+        "balancing": _balancing(joined, null=not balancing),
+    }
+    out = joined.select(client_lists.column_names)
+    for name, column in added.items():
+        out = out.append_column(name, column)
+    return out
+
+
+def _balancing(joined: pa.Table, *, null: bool) -> pa.Array:
+    """schemas.BALANCING with the contract's defaults: the client balances, PULL, -1, not orderly.
+    ``null``: every row null, over fields that hold values (Spark's types say they hold no null)."""
+    return pa.StructArray.from_arrays(
+        [
+            _array(pc.coalesce(joined["_rebalance"], "CLIENT")),
+            _array(pc.fill_null(pc.equal(joined["_request_mode"], "POP"), False)),
+            _array(pc.coalesce(joined["_pop_share_queue_num"], pa.scalar(-1, pa.int32()))),
+            _array(pc.fill_null(joined["_consume_orderly"], False)),
+        ],
+        fields=list(BALANCING),
+        mask=pa.array(np.full(joined.num_rows, null)),
     )
 
 
-CLIENT_CONFIGS = "array<array<struct<broker_name:string,queue_id:int>>>"
+# ------------------------------------------------------------------ the allocation stage's input
+
+
+def queue_backlogs(offsets: pa.Table) -> pa.Table:
+    """One row per (group, topic): each queue's backlog, the messages not yet consumed, in mqAll
+    order (Spark's collect_list keeps no order across partitions; the stage looks queues up)."""
+    behind = pc.subtract_checked(offsets["broker_offset"], offsets["consumer_offset"])
+    backlog = pc.max_element_wise(behind, pa.scalar(0, pa.int64()), skip_nulls=True).cast(pa.int64())
+    queue_id = _array(offsets["queue_id"].cast(pa.int32()))
+    entry = pa.StructArray.from_arrays(
+        [_array(offsets["broker_name"]), queue_id, _array(backlog)], fields=list(BACKLOGS.value_type)
+    )
+    entries = pa.table(
+        {
+            "group": offsets["group"],
+            "topic": offsets["topic"],
+            "_backlog": entry,
+            "_key": java_order(offsets["broker_name"]),
+            "_queue_id": queue_id,
+            "_size": backlog,
+        }
+    )
+    out = _collect(
+        entries, ["group", "topic"], {"backlogs": "_backlog"}, order=["_key", "_queue_id", "_size"]
+    )
+    return _select(out, _schema(out, {"backlogs": BACKLOGS}))
 
 
 # What a strategy needs to run on a (topic, group) when several strategies are compared, and the
 # reject reason where it lacks it. (With --strategies configured it runs regardless, and the
 # client's exception is reported instead.)
-def _needs() -> list[tuple[str, Column, str]]:
-    return [
-        (
-            "CONFIG",
-            # A (topic, group) every client left (phases.with_left_subscriptions) has none to configure.
-            F.coalesce(F.exists("client_configs", lambda c: c.isNotNull()), F.lit(False))
-            | (F.size("client_ids") == 0),
-            "CONFIG needs queue_config rows for the group's clients on this topic",
-        ),
-        ("MACHINE_ROOM", F.col("consumer_idcs").isNotNull(), "MACHINE_ROOM needs groups.consumer_idcs"),
-        (
-            "MACHINE_ROOM_NEARBY",
-            F.forall("broker_rooms", lambda r: r.isNotNull() & (r != ""))
-            & F.forall("client_rooms", lambda r: r.isNotNull() & (r != "")),
-            "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client",
-        ),
-    ]
+REASONS = {
+    "CONFIG": "CONFIG needs queue_config rows for the group's clients on this topic",
+    "MACHINE_ROOM": "MACHINE_ROOM needs groups.consumer_idcs",
+    "MACHINE_ROOM_NEARBY": "MACHINE_ROOM_NEARBY needs a machine_room for every broker and client",
+}
 
 
-def _runnable(name: Column) -> Column:
-    out = F.lit(True)
-    for strategy, can, _ in _needs():
-        out = F.when(name == strategy, can).otherwise(out)
-    return out
+def _needs(df: pa.Table) -> dict[str, pa.Array]:
+    """Per row, whether it has what each of REASONS' strategies needs (null as Spark has it)."""
+    configs = _array(df["client_configs"])
+    listed = pc.list_flatten(configs).is_valid().to_numpy(zero_copy_only=False)
+    configured = np.bincount(pc.list_parent_indices(configs).to_numpy()[listed], minlength=len(configs)) > 0
+    # A (topic, group) every client left (phases.with_left_subscriptions) has none to configure.
+    nobody = pc.equal(pc.list_value_length(df["client_ids"]), 0)
+    rooms = pc.and_kleene(_all_rooms(df["broker_rooms"]), _all_rooms(df["client_rooms"]))
+    return {
+        "CONFIG": pc.or_kleene(pa.array(configured), nobody),
+        "MACHINE_ROOM": df["consumer_idcs"].is_valid(),
+        "MACHINE_ROOM_NEARBY": rooms,
+    }
 
 
-def _why_not(name: Column) -> Column:
-    out = F.lit(None).cast("string")
-    for strategy, _, reason in _needs():
-        out = F.when(name == strategy, F.lit(reason)).otherwise(out)
-    return out
+def _all_rooms(rooms: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """forall(rooms, r -> r is not null and r != ''); null for a null list."""
+    rooms = _array(rooms)
+    named = pc.fill_null(pc.not_equal(pc.list_flatten(rooms), ""), False).to_numpy(zero_copy_only=False)
+    unnamed = np.bincount(pc.list_parent_indices(rooms).to_numpy()[~named], minlength=len(rooms))
+    return pc.if_else(rooms.is_valid(), pa.array(unnamed == 0), pa.scalar(None, pa.bool_()))
 
 
-def with_strategies(
-    client_lists: DataFrame,
-    *,
-    groups: DataFrame,
-    strategies: Sequence[str] | None,
-    balancing: bool = False,
-    by: Sequence[str] = (),
-) -> DataFrame:
-    """Add the group's parameters and the ``strategies`` to run: the group's configured one (None),
-    or the named ones (narrowed by group_routes to those the group has the configuration for).
-    ``balancing``: the groups table says who balances (schemas.BALANCING); else that is null."""
-    params = groups.select(
-        *by,
-        "group",
-        normalised_strategy().alias("strategy"),
-        "virtual_node_cnt",
-        "consumer_idcs",
-        normalised(F.col("inner_strategy")).alias("inner_strategy"),
-        normalised(F.col("message_model")).alias("message_model"),
-        "rebalance",
-        "request_mode",
-        "pop_share_queue_num",
-        "consume_orderly",
+def _split_strategies(df: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """(strategies, skipped): when strategies are compared, those the row lacks the configuration
+    for leave ``strategies`` for ``skipped``, with the reason. Spark's three-valued logic holds: a
+    strategy whose test is null is in neither (no input here gives one)."""
+    named = _array(df["strategies"])
+    row = pc.list_parent_indices(named)
+    flat = pc.list_flatten(named)
+    runnable = pa.array(np.ones(len(flat), bool))
+    for strategy, can in _needs(df).items():
+        runnable = pc.if_else(pc.fill_null(pc.equal(flat, strategy), False), _array(can).take(row), runnable)
+    skip = pc.and_kleene(_array(df["compare"]).take(row), pc.invert(runnable))
+    reasons = pa.array(list(REASONS.values()), pa.string()).take(pc.index_in(flat, pa.array(list(REASONS))))
+    entry = pa.StructArray.from_arrays([flat, reasons], fields=list(ROUTES.field("skipped").type.value_type))
+
+    def where(keep: pa.Array, values: pa.Array) -> pa.Array:  # filter(strategies, keep)
+        keep = pc.fill_null(keep, False)
+        counts = np.bincount(row.to_numpy()[keep.to_numpy(zero_copy_only=False)], minlength=len(named))
+        return pa.ListArray.from_arrays(_offsets(counts), values.filter(keep), mask=named.is_null())
+
+    return where(pc.invert(skip), flat), where(skip, entry)
+
+
+def _stale_per_group(stale_views: pa.Table) -> pa.Table:
+    """One row per (scenario, phase, group): its stale clients, distinct and sorted (Spark's string
+    order, not Java's), and the greatest view_phase."""
+    keys = [*PHASE, "group"]
+    # collect_set: distinct, without nulls; a group of null ids alone gets an empty list.
+    distinct = stale_views.group_by([*keys, "client_id"], use_threads=False).aggregate([])
+    ids = distinct["client_id"]
+    clients = _collect(
+        distinct, keys, {"stale_clients": "client_id"}, order=["client_id"], keep=ids.is_valid()
     )
-    requested = (
-        F.array(F.coalesce(F.col("strategy"), F.lit("AVG")))
-        if strategies is None
-        else F.array(*[F.lit(s) for s in strategies])
-    )
-    return client_lists.join(params, [*by, "group"], "left").select(
-        client_lists["*"],
-        requested.alias("strategies"),
-        F.lit(strategies is not None).alias("compare"),
-        F.coalesce(F.col("virtual_node_cnt"), F.lit(10)).alias("virtual_node_cnt"),
-        "consumer_idcs",
-        F.coalesce(F.col("inner_strategy"), F.lit("AVG")).alias("inner_strategy"),
-        F.coalesce(F.col("message_model"), F.lit("CLUSTERING")).alias("message_model"),
-        (_balancing() if balancing else F.lit(None).cast(schemas.BALANCING)).alias("balancing"),
-    )
-
-
-def _balancing() -> Column:
-    """schemas.BALANCING with the contract's defaults: the client balances, PULL, -1, not orderly."""
-    return F.struct(
-        F.coalesce(normalised(F.col("rebalance")), F.lit("CLIENT")).alias("rebalance"),
-        F.coalesce(normalised(F.col("request_mode")) == "POP", F.lit(False)).alias("pop"),
-        F.coalesce(F.col("pop_share_queue_num"), F.lit(-1)).alias("pop_share_queue_num"),
-        F.coalesce(F.col("consume_orderly"), F.lit(False)).alias("consume_orderly"),
-    )
-
-
-def normalised(name: Column) -> Column:
-    """A name from the groups table as the client compares it: trimmed, upper case."""
-    return F.upper(F.trim(name))
-
-
-def normalised_strategy() -> Column:
-    return normalised(F.coalesce(F.col("strategy"), F.lit("AVG")))
-
-
-def queue_backlogs(offsets: DataFrame) -> DataFrame:
-    """One row per (group, topic): each queue's backlog, the messages not yet consumed."""
-    backlog = F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0)).cast("long")
-    entry = F.struct("broker_name", F.col("queue_id").cast("int").alias("queue_id"), backlog.alias("backlog"))
-    return offsets.groupBy("group", "topic").agg(F.collect_list(entry).alias("backlogs"))
+    views = stale_views.group_by(keys, use_threads=False).aggregate([("view_phase", "max")])
+    return _left_join(clients, views.rename_columns([*keys, "view_phase"]), keys)
 
 
 def group_routes(
-    client_lists: DataFrame,
+    client_lists: pa.Table,
     *,
-    routes: DataFrame,
+    routes: pa.Table,
     last_phase: dict[str, int],
-    offsets: DataFrame | None = None,
-    stale_views: DataFrame | None = None,
+    offsets: pa.Table | None = None,
+    stale_views: pa.Table | None = None,
     masters: bool = True,
-) -> DataFrame:
-    """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists and
-    routes: a group's clients beside its topic's route; when strategies are compared, those the
-    group lacks the configuration for are moved to ``skipped`` with the reason.
+) -> pa.Table:
+    """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists (with
+    their strategies: with_strategies) and routes: a group's clients beside its topic's route;
+    when strategies are compared, those the group lacks the configuration for are moved to
+    ``skipped`` with the reason.
 
     A topic that a step left without any QueueData keeps its clients, with an empty route: the
     client then throws "mqAll is null or mqAll empty", which is what a user must see.
     ``stale_views`` (phases.stale_views) names the clients of a phase that compute from an earlier one.
     ``masters``: keep ``broker_masters`` (null otherwise).
     """
-    skip = lambda s: F.col("compare") & ~_runnable(s)  # noqa: E731
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
-    empty = {c: schemas.GROUP_ROUTES[c].dataType for c in arrays}
-    last = F.create_map(*[F.lit(x) for kv in sorted(last_phase.items()) for x in kv])[F.col("scenario")]
-    return (
-        client_lists.join(routes, [*PHASE, "topic"], "left")
-        .transform(
-            lambda df: (
-                df.join(queue_backlogs(offsets), ["group", "topic"], "left")
-                if offsets is not None
-                else df.withColumn("backlogs", F.lit(None).cast(schemas.GROUP_ROUTES["backlogs"].dataType))
-            )
-        )
-        .transform(lambda df: _with_stale_views(df, stale_views))
-        .withColumns({c: F.coalesce(F.col(c), F.array().cast(t)) for c, t in empty.items()})
-        .withColumns(
-            {
-                "skipped": F.transform(
-                    F.filter("strategies", skip),
-                    lambda s: F.struct(s.alias("strategy"), _why_not(s).alias("reason")),
-                ),
-                "strategies": F.filter("strategies", lambda s: ~skip(s)),
-                "last_phase": last.cast("int"),
-            }
-        )
-        .transform(
-            # Only the proxy reads whether a broker's master is up: null unless a group may need it.
-            lambda df: df if masters else df.withColumn("broker_masters", F.lit(None).cast("array<boolean>"))
-        )
-        .select(*schemas.GROUP_ROUTES.fieldNames())
-    )
-
-
-def _with_stale_views(df: DataFrame, stale_views: DataFrame | None) -> DataFrame:
-    if stale_views is None:
-        return df.withColumns(
-            {c: F.lit(None).cast(schemas.GROUP_ROUTES[c].dataType) for c in ("stale_clients", "view_phase")}
-        )
-    per_group = stale_views.groupBy(*PHASE, "group").agg(
-        F.array_sort(F.collect_set("client_id")).alias("stale_clients"),
-        F.max("view_phase").alias("view_phase"),
-    )
-    return df.join(F.broadcast(per_group), [*PHASE, "group"], "left")
-
-
-PHASE = ("scenario", "phase")
+    df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
+    absent = {"backlogs", "stale_clients", "view_phase"}
+    if offsets is not None:
+        df = _left_join(df, queue_backlogs(offsets), ["group", "topic"])
+        absent -= {"backlogs"}
+    if stale_views is not None:
+        df = _left_join(df, _stale_per_group(stale_views), [*PHASE, "group"])
+        absent -= {"stale_clients", "view_phase"}
+    columns = {name: df[name] for name in df.column_names}
+    columns |= {c: pa.nulls(df.num_rows, ROUTES.field(c).type) for c in absent}
+    columns |= {c: _or_empty(df[c], ROUTES.field(c).type) for c in arrays}
+    columns["strategies"], columns["skipped"] = _split_strategies(pa.table(columns))
+    scenarios = sorted(last_phase)
+    at = pc.index_in(df["scenario"], pa.array(scenarios, pa.string()))
+    columns["last_phase"] = pa.array([last_phase[s] for s in scenarios], pa.int32()).take(at)
+    if not masters:
+        # Only the proxy reads whether a broker's master is up: null unless a group may need it.
+        columns["broker_masters"] = pa.nulls(df.num_rows, ROUTES.field("broker_masters").type)
+    return _select(pa.table(columns), ROUTES)

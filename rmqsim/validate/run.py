@@ -15,7 +15,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
@@ -23,10 +23,7 @@ from rmqsim import metrics, schemas, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.reporting import text
-from rmqsim.snapshot import checks
 from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.snapshot.rejects import blank
-from rmqsim.stage import routes
 from rmqsim.stage import spark as stage
 from rmqsim.strategies import STRATEGIES
 from rmqsim.validate import diagnose
@@ -55,7 +52,12 @@ class ValidationResult:
     groups: list[dict]  # schemas.VALIDATION rows, by group
 
 
-def observed_queues(snapshot: Snapshot) -> DataFrame:
+def _blank(name: str) -> Column:
+    """As the snapshot's checks have it: null, or white space only (Java's \\s)."""
+    return F.col(name).isNull() | F.col(name).rlike(r"^\s*$")
+
+
+def observed_queues(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     """observed_assignments, one row per queue: rows with a blank key or a bad queue id dropped,
     and the first holder (in id order) kept where a queue is listed twice."""
     observed = snapshot.observed_assignments
@@ -63,35 +65,35 @@ def observed_queues(snapshot: Snapshot) -> DataFrame:
         raise InputError(
             "observed_assignments", None, "the snapshot has none: import one with `rmqsim import-mqadmin`"
         )
-    valid = ~(blank("group") | blank("topic") | blank("broker_name")) & (F.col("queue_id") >= 0)
+    observed = spark.createDataFrame(observed)
+    valid = ~(_blank("group") | _blank("topic") | _blank("broker_name")) & (F.col("queue_id") >= 0)
     first = F.row_number().over(Window.partitionBy(*KEYS).orderBy(F.col("client_id"), F.col("client_ip")))
     return observed.where(valid).withColumn("_n", first).where("_n = 1").drop("_n")
 
 
-def configured_strategies(snapshot: Snapshot) -> DataFrame:
+def configured_strategies(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     """(group, strategy): each group's configured strategy, normalised (AVG where none)."""
-    first = F.row_number().over(
-        Window.partitionBy("group").orderBy(F.to_json(F.struct(*snapshot.groups.columns)))
-    )
+    groups = spark.createDataFrame(snapshot.groups)
+    first = F.row_number().over(Window.partitionBy("group").orderBy(F.to_json(F.struct(*groups.columns))))
     return (
-        snapshot.groups.withColumn("_n", first)
+        groups.withColumn("_n", first)
         .where("_n = 1")
-        .select("group", routes.normalised_strategy().alias("strategy"))
+        .select("group", F.upper(F.trim(F.coalesce(F.col("strategy"), F.lit("AVG")))).alias("strategy"))
     )
 
 
-def group_routes(
-    spark: SparkSession, config: ValidateConfig, groups: DataFrame
-) -> tuple[DataFrame, checks.Checked]:
+def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame) -> DataFrame:
     """Phase 0 routes of the observed groups, with every strategy's parameters: what both the
     configured simulation and the diagnosis of a mismatch run on; and the checked snapshot they
     come from, cached until unpersisted."""
     sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
     built = simulate.build_group_routes(spark, sim)
-    routes_here = built.group_routes.where(
-        (F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE)
-    ).join(groups, "group", "left_semi")
-    return routes_here, built.checked
+    routes_here = (
+        spark.createDataFrame(built.group_routes, schemas.GROUP_ROUTES)
+        .where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
+        .join(groups, "group", "left_semi")
+    )
+    return routes_here
 
 
 def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: DataFrame) -> DataFrame:
@@ -170,12 +172,13 @@ def _write(df: DataFrame, path: str) -> None:
     df.coalesce(1).write.mode("overwrite").parquet(path)
 
 
-def per_group(snapshot: Snapshot, queues: DataFrame, strategies: DataFrame) -> DataFrame:
+def per_group(spark: SparkSession, snapshot: Snapshot, queues: DataFrame, strategies: DataFrame) -> DataFrame:
     """One row per observed group: the counts of schemas.VALIDATION, its configured strategy, and
     what makes it worth a look on the driver: holders known by IP only (unlisted or shared
     IPs), and client ids listed twice."""
     twice = (
-        snapshot.consumers.groupBy("group", "topic", "client_id")
+        spark.createDataFrame(snapshot.consumers.select(["group", "topic", "client_id"]))
+        .groupBy("group", "topic", "client_id")
         .count()
         .where("count > 1")
         .groupBy("group")
@@ -220,11 +223,11 @@ def _cases(
 def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     log.info("validate: snapshot=%s run=%s out=%s", config.snapshot, config.run, config.out)
     snapshot = load_snapshot(spark, config.snapshot)  # checks the layout of a local snapshot
-    observed = observed_queues(snapshot)
+    observed = observed_queues(spark, snapshot)
     groups = observed.select("group").distinct()
-    strategies = configured_strategies(snapshot)
+    strategies = configured_strategies(spark, snapshot)
     # Small (one row per observed (topic, group)), and read twice: by the simulation and the diagnosis.
-    observed_routes, checked = group_routes(spark, config, groups)
+    observed_routes = group_routes(spark, config, groups)
     observed_routes = observed_routes.persist()
     try:
         simulated = (
@@ -235,7 +238,7 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
         queues_path = os.path.join(config.out, "validation_queues")
         _write(compare(observed, simulated), queues_path)
         queues = spark.read.parquet(queues_path)
-        counts = sorted(per_group(snapshot, queues, strategies).collect(), key=lambda r: r["group"])
+        counts = sorted(per_group(spark, snapshot, queues, strategies).collect(), key=lambda r: r["group"])
         configured = {r["group"]: r["strategy"] or "AVG" for r in counts}
         flagged = [
             r["group"]
@@ -253,7 +256,6 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
         found = {case.group: diagnose.diagnose(case) for case in cases}
     finally:
         observed_routes.unpersist()
-        checked.unpersist()
     out_rows = []
     for r in counts:
         why = found.get(r["group"], [])
