@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 SAVE = """
-import json, sys
+import json, os, sys
 import pyarrow.parquet as pq
 from rmqsim import config, session, simulate
 saved, snapshot, scenarios, strategies = sys.argv[1:5]
@@ -34,6 +34,7 @@ cfg = config.SimulateConfig(
     strategies=config.parse_strategies(strategies),
 )
 built = simulate.build_group_routes(spark, cfg)
+os.makedirs(saved, exist_ok=True)
 pq.write_table(built.group_routes, saved + "/group_routes.parquet")
 pq.write_table(built.rejects, saved + "/rejects.parquet")
 flags = {"with_movement": built.with_movement, "with_stale_views": built.with_stale_views}
