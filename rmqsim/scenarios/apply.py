@@ -1,9 +1,9 @@
 """Scenario steps applied to a checked snapshot's Arrow tables (docs/CONTRACT.md, section 3).
 
 Phase 0 of every scenario is the snapshot; phase k is phase k-1 with step k applied. ``phased``
-stacks every phase of every scenario into one set of tables keyed by (scenario, phase). The rows
-are those of the Spark version (rmqsim.scenarios.apply), with SQL's nulls: a filter drops a row
-whose condition is null, and a ``when`` whose condition is null keeps the old value.
+stacks every phase of every scenario into one set of tables keyed by (scenario, phase), with SQL's
+nulls (the steps were first written in Spark SQL): a filter drops a row whose condition is null,
+and a ``when`` whose condition is null keeps the old value.
 """
 
 from __future__ import annotations

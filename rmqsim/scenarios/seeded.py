@@ -1,5 +1,6 @@
 """Seeded picks of clients without Spark: Spark's ``xxhash64(seed, client_id)`` reproduced in numpy,
-so that a ``count`` leave or a ``fraction`` stale view picks the same clients as the Spark version.
+so that a ``count`` leave or a ``fraction`` stale view picks the same clients as when the picks
+were Spark queries.
 
 Spark's XxHash64 starts from the seed 42, hashes the int (or long) literal with it, then the
 string's UTF-8 bytes with that hash as the seed (a null string leaves the hash as it is): the

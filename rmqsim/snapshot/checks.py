@@ -1,11 +1,11 @@
 """Row checks in the driver, with pyarrow and numpy: rows that cannot be simulated go to rejects/
-with a reason, the rest go on. The rules, reasons and choices of rmqsim.snapshot.checks (the Spark
-version), row for row, without a Spark job per rule.
+with a reason, the rest go on. Spark SQL's semantics where the rules were first written in it (a
+null condition breaks no rule; concat of a null is null), without a Spark job per rule.
 
 Each table is checked once; rules are listed in the order they are tried, and a row is rejected
 for the first rule it breaks. A reject row carries the offending row as Spark's ``to_json`` writes
 it, and that text also decides which of several repeated rows is kept, so it is built here byte
-for byte as Spark builds it: Jackson's escapes, and doubles as Java 17 prints them.
+for byte as Spark's to_json builds it: Jackson's escapes, and doubles as Java prints them.
 """
 
 from __future__ import annotations
@@ -397,7 +397,7 @@ _BLANK = "^[ \\t\\n\\x0B\\f\\r]*[\\x{85}\\x{2028}\\x{2029}]?$"
 
 
 def blank(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Whether each value is null or only white space, as Spark's ``rejects.blank`` says."""
+    """Whether each value is null or only white space: Java's ``^\\s*$`` (Spark's rlike): see _BLANK."""
     return pc.fill_null(pc.match_substring_regex(_array(values), _BLANK), True)
 
 
@@ -406,7 +406,7 @@ def blank(values: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def row_json(table: pa.Table) -> pa.Array:
     """Each row as Spark's ``to_json(struct(every column))``: fields in column order, null ones
-    left out, strings with Jackson's escapes, doubles as Java 17 writes them."""
+    left out, strings with Jackson's escapes, doubles as Java writes them (_java_doubles)."""
     if table.num_rows == 0:
         return pa.array([], pa.string())
     # A field followed by a comma, null where its value is; joined with nulls as "", and the last
@@ -472,9 +472,10 @@ def _java_doubles(values: np.ndarray) -> np.ndarray:
     """Java's Double.toString of each value: the shortest digits that read back as the value, in
     Java's layout (plain from 0.001 to 10^7, else d.dddEn).
 
-    That is Java 19 and later. Java 17 writes other digits for a few values (integers past 2^53,
-    some powers of two below 1, subnormal numbers): there, Spark's JSON of such a double differs
-    from this in its last digits."""
+    That is Java 19 and later. Java 17 writes other digits for a few values (2e23 as
+    1.9999999999999998E23, integers past 2^53, some powers of two below 1, subnormal numbers):
+    there, Spark's JSON of such a double differs from this in its last digits. Only rejected and
+    repeated offsets rows are written so, and a rate rarely is such a value."""
     v = np.asarray(values, np.float64)
     size = np.abs(v)
     finite = np.isfinite(v) & (size != 0)

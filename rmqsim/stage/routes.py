@@ -1,5 +1,5 @@
 """How a consumer sees its topic (docs/CONTRACT.md, section 2), built in the driver with pyarrow and
-numpy: the rows rmqsim.stage.routes builds with Spark, without a Spark job per step.
+numpy, without a Spark job per step.
 
 Routes stay compact: one row per topic with its brokers (in Java String order) and their read
 queue counts, joined to one row per (topic, group) with its sorted client ids. Every list column is
