@@ -5,8 +5,8 @@ much longer jobs, and on these noisy 2-core machines a 10% change is lost in tha
 snapshot is checked and routed once and the routes stay cached; then each round times, in an
 order that rotates from round to round:
 
-* stage: the cached routes through the Python pass (mapInArrow), Spark's explode of the owned
-  lists and the partitioned write of the assignments table, as simulate runs it;
+* stage: the cached routes through the Python pass (mapInArrow), whose tasks write the
+  assignments, group_metrics and consumer_load tables, as simulate runs it on a local output;
 * floor: reading that assignments table and writing it back as Parquet;
 * with ``--compare KEY=VALUE``, the same stage again with that Spark setting changed for it alone.
 
@@ -33,7 +33,7 @@ from bench_simulate import (
     local_conf,
     snapshot_dir,
     timed,
-    write_assignments,
+    write_client_tables,
 )
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -53,7 +53,7 @@ def stage_job(
         if key:
             spark.conf.set(key, value)
         try:
-            write_assignments(staged, out)
+            write_client_tables(staged, out)
         finally:
             if key and before is None:
                 spark.conf.unset(key)
@@ -109,7 +109,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         routes = staged.count()
-        jobs = {"stage": stage_job(spark, staged, out), "floor": floor_job(spark, out, floor_out)}
+        floor = floor_job(spark, out / "assignments", floor_out)
+        jobs = {"stage": stage_job(spark, staged, out), "floor": floor}
         if args.compare:
             key, value = args.compare.split("=", 1)
             jobs[f"stage with {args.compare}"] = stage_job(spark, staged, workdir / "out-b", (key, value))
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for i in range(args.rounds):
             for name in rotate(jobs, i):
                 seconds[name].append(timed(jobs[name]))
-        rows = spark.read.parquet(str(out)).count()
+        rows = spark.read.parquet(str(out / "assignments")).count()
         spark_version = spark.version
     finally:
         staged.unpersist()

@@ -33,9 +33,10 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import config, metrics, session, simulate
+from rmqsim import config, session, simulate
 from rmqsim.snapshot import synthetic, write
 from rmqsim.stage import spark as stage
+from rmqsim.stage.task_tables import TaskTables
 
 MASTER = "local[2]"
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE")
@@ -48,7 +49,7 @@ class Round:
     simulate_s: float
     floor_s: float
     assignment_rows: int
-    assignments_only_s: float  # the same run, writing only the assignments table
+    assignments_only_s: float  # the same run, writing only the client rows' tables
     allocation_s: float  # of which the allocation stage: checkpointed routes to written assignments
     run_floor_s: float  # the floor, every input table read, every other output written: run_floor_job
 
@@ -90,10 +91,10 @@ def simulate_job(spark: SparkSession, snapshot: Path, out: Path, strategies: tup
 def assignments_only_job(
     spark: SparkSession, snapshot: Path, out: Path, strategies: tuple[str, ...]
 ) -> Callable[[], tuple[float, float]]:
-    """Snapshot to assignments table, no metrics, rejects or summary, timed in two parts: the
-    checks and routes up to the checkpointed allocation input, then the allocation stage alone (the
-    Python pass over the checkpointed routes, the explode and the write): the part item 6 of issue 2
-    compares with the floor."""
+    """Snapshot to the client rows' tables (assignments, group_metrics, consumer_load), no
+    summary, rejects or rollups, timed in two parts: the checks and routes up to the checkpointed
+    allocation input, then the allocation stage alone (the Python pass over the checkpointed
+    routes and its tasks' writes): the part item 6 of issue 2 compares with the floor."""
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
 
     def job() -> tuple[float, float]:
@@ -107,7 +108,7 @@ def assignments_only_job(
         try:
             staged = session.checkpoint(staged)  # as simulate.run keeps its routes
             routed = time.perf_counter()
-            write_assignments(staged, out)
+            write_client_tables(staged, out)
             return routed - start, time.perf_counter() - routed
         finally:
             session.release(staged)
@@ -115,12 +116,13 @@ def assignments_only_job(
     return job
 
 
-def write_assignments(staged: DataFrame, out: Path) -> None:
-    """The allocation stage as simulate runs it: the Python pass over the checkpointed routes, the
-    explode of the owned lists and the partitioned write of the assignments table."""
-    metrics.assignments(stage.client_queues(staged)).write.mode("overwrite").partitionBy(
-        *simulate.PARTITIONED_BY
-    ).parquet(str(out))
+def write_client_tables(staged: DataFrame, out: Path) -> None:
+    """The allocation stage as simulate runs it on a local output: the Python pass over the
+    checkpointed routes, each task writing its assignments, group_metrics and consumer_load into
+    ``out`` (stage.task_tables), in one Spark job."""
+    tables = TaskTables.empty(str(out))
+    stage.task_tables(staged, tables).write.format("noop").mode("overwrite").save()
+    tables.complete()
 
 
 def local_conf(overrides: Sequence[str]) -> dict[str, str]:
@@ -218,7 +220,7 @@ def format_table(rounds: Sequence[Round], median: dict[str, float], rows: int) -
     lines.append(f"{'median':<18}{median['simulate_s']:>12.2f}{median['floor_s']:>10.2f}")
     lines.append(f"ratio of medians: {median['ratio']:.2f}")
     lines.append(
-        f"assignments only (snapshot to assignments, no metrics): {median['assignments_only_s']:.2f} s, "
+        f"assignments only (snapshot to the client tables): {median['assignments_only_s']:.2f} s, "
         f"{median['assignments_only_ratio']:.2f} x the floor"
     )
     lines.append(

@@ -25,6 +25,24 @@ def _thrown(error: Column) -> Column:
 
 RUN = ["scenario", "phase", "strategy"]
 
+# The tables that are row filters of the client rows (schemas.CLIENT_QUEUES): the flag that keeps
+# a row, and the client rows' columns that the table's columns of another name come from. Spark
+# (below) and the Python tasks that write them (stage.task_tables) both read it.
+CLIENT_ROW_TABLES = {
+    "group_metrics": ("first_in_group", {}),
+    "consumer_load": (
+        "first_in_client",
+        {
+            "topics": "client_topics",
+            "queues": "client_queues",
+            "backlog": "client_backlog",
+            "message_share": "client_message_share",
+            "backlog_share": "client_backlog_share",
+        },
+    ),
+}
+TABLE_SCHEMAS = {"group_metrics": schemas.GROUP_METRICS, "consumer_load": schemas.CONSUMER_LOAD}
+
 
 def _max_over_mean(max_col: str, mean_col: str) -> Column:
     # ANSI mode makes x / 0 an error, and a group with no queue has no meaningful ratio.
@@ -34,7 +52,8 @@ def _max_over_mean(max_col: str, mean_col: str) -> Column:
 def assignments(client_queues: DataFrame) -> DataFrame:
     """One row per (scenario, phase, strategy, topic, group, client, queue it owns):
     schemas.ASSIGNMENTS, each client's owned list exploded in the JVM (shipping one Arrow row per
-    queue out of Python cost more than the allocation itself)."""
+    queue out of Python cost more than the allocation itself). Where the output is on this
+    machine, the Python tasks write these rows themselves instead: stage.task_tables."""
     keys = [f for f in schemas.ASSIGNMENTS.fieldNames() if f not in schemas.OWNED_QUEUE.fieldNames()]
     return client_queues.select(*keys, F.inline("owned")).select(*schemas.ASSIGNMENTS.fieldNames())
 
@@ -50,7 +69,7 @@ def group_metrics(client_queues: DataFrame) -> DataFrame:
     them; max_over_mean is null where the group has no queue. Computed by the allocation stage
     (rmqsim.skew), so this is a row filter.
     """
-    return client_queues.where(F.col("first_in_group")).select(*schemas.GROUP_METRICS.fieldNames())
+    return _flagged(client_queues, "group_metrics")
 
 
 def consumer_load(client_queues: DataFrame) -> DataFrame:
@@ -59,16 +78,13 @@ def consumer_load(client_queues: DataFrame) -> DataFrame:
     AVG gives the extra queue of every topic to the first-sorted clients, so a client can be the
     busiest of every topic it reads: fleet skew that no single topic's metrics show.
     """
-    return client_queues.where(F.col("first_in_client")).select(
-        *RUN,
-        "group",
-        "client_id",
-        F.col("client_topics").alias("topics"),
-        F.col("client_queues").alias("queues"),
-        F.col("client_backlog").alias("backlog"),
-        F.col("client_message_share").alias("message_share"),
-        F.col("client_backlog_share").alias("backlog_share"),
-    )
+    return _flagged(client_queues, "consumer_load")
+
+
+def _flagged(client_queues: DataFrame, table: str) -> DataFrame:
+    flag, renamed = CLIENT_ROW_TABLES[table]
+    names = TABLE_SCHEMAS[table].fieldNames()
+    return client_queues.where(F.col(flag)).select(*(F.col(renamed.get(n, n)).alias(n) for n in names))
 
 
 def strategy_summary(group_metrics: DataFrame, consumer_load: DataFrame) -> DataFrame:

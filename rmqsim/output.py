@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -23,6 +24,21 @@ from rmqsim.errors import InputError
 log = logging.getLogger(__name__)
 MODES = ("overwrite", "error")
 RUN_MARK = "summary"  # every run writes it
+
+
+# The characters Spark escapes as %XX in a partition directory's value (ExternalCatalogUtils;
+# on Linux): control characters and those that mean something in a path, a URI or a glob.
+_ESCAPED = frozenset(map(chr, range(1, 32))) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+
+
+def _escaped(value: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def partition_directory(keys: Iterable[tuple[str, str]]) -> str:
+    """The directory, relative to its table's, that Spark writes a partition's rows to:
+    ``scenario=x/strategy=AVG``, each value escaped as Spark escapes it."""
+    return "/".join(f"{column}={_escaped(value)}" for column, value in keys)
 
 
 def _local_path(out: str) -> str | None:

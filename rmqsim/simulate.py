@@ -20,8 +20,9 @@ from rmqsim.output import RunOutput
 from rmqsim.scenarios import apply, names, parse
 from rmqsim.snapshot import checks, reconcile
 from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.stage import routes
+from rmqsim.stage import routes, task_tables
 from rmqsim.stage import spark as stage
+from rmqsim.stage.task_tables import TaskTables
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,32 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
         df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
+def read_table(output: RunOutput, spark: SparkSession, name: str, schema: StructType) -> DataFrame:
+    """A table this run wrote, with its contract's types (and none of its rows: a table of no rows)."""
+    return spark.read.schema(schema).parquet(output.table(name))
+
+
+def write_task_tables(output: RunOutput, routes: DataFrame) -> None:
+    """The client rows' tables, each task writing its own (stage.task_tables): one Spark job,
+    where the output is on this machine."""
+    tables = TaskTables.empty(output.staging)
+    with session.job_description(routes.sparkSession, f"rmqsim: {', '.join(task_tables.TABLES)}"):
+        stage.task_tables(routes, tables).write.format("noop").mode("overwrite").save()
+    tables.complete()
+
+
+def write_client_tables(output: RunOutput, client_queues: DataFrame) -> None:
+    """The client rows' tables, written by Spark from the client rows, cached for the three writes.
+    (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)"""
+    client_queues = client_queues.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        write_table(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
+        write_table(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
+        write_table(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
+    finally:
+        client_queues.unpersist()
+
+
 def write_rollup(
     output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType
 ) -> None:
@@ -166,16 +193,16 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         staged = session.checkpoint(staged)
     tasks = config.partitions or stage.python_tasks(built.group_routes.num_rows, partitions)
     routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
-    # One Python pass: per-client rows, a tenth of the assignments, with their queues in a list.
-    # Cached, every output table is an explode, a filter or an aggregate of them.
-    # (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)
-    client_queues = stage.client_queues(routes_in).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     try:
-        write_table(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
-        group_metrics = metrics.group_metrics(client_queues)
-        consumer_load = metrics.consumer_load(client_queues)
-        write_table(output, group_metrics, "group_metrics", *PARTITIONED_BY)
-        write_table(output, consumer_load, "consumer_load", *PARTITIONED_BY)
+        # One Python pass computes each client's queues, its load and its group's metrics: the
+        # client rows, of which assignments, group_metrics and consumer_load are an explode and
+        # two row filters. Every later table is computed from those tables as written.
+        if output.local:
+            write_task_tables(output, routes_in)
+        else:
+            write_client_tables(output, stage.client_queues(routes_in))
+        group_metrics = read_table(output, spark, "group_metrics", schemas.GROUP_METRICS)
+        consumer_load = read_table(output, spark, "consumer_load", schemas.CONSUMER_LOAD)
         summarised = metrics.strategy_summary(group_metrics, consumer_load)
         summary = summarised.toArrow().sort_by([(c, "ascending") for c in metrics.RUN])
         write_rollup(output, spark, summary, "summary", summarised.schema)
@@ -216,7 +243,6 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         raise
     finally:
         session.release(staged)
-        client_queues.unpersist()
     log.info("simulate: wrote %s", output.out)
     return RunResult(
         output.out,

@@ -88,14 +88,14 @@ def test_a_run_that_fails_midway_leaves_the_previous_result(spark, first_run, tm
     out = shutil.copytree(first_run, tmp_path / "out")
     before = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
 
-    real_write = simulate.write_table
+    real_write = simulate.write_rollup
 
-    def fail_on_metrics(output, df, name, *by):
-        if name == "group_metrics":
+    def fail_on_summary(output, spark, table, name, schema):  # after the client tables are written
+        if name == "summary":
             raise RuntimeError("killed")
-        real_write(output, df, name, *by)
+        real_write(output, spark, table, name, schema)
 
-    monkeypatch.setattr(simulate, "write_table", fail_on_metrics)
+    monkeypatch.setattr(simulate, "write_rollup", fail_on_summary)
     with pytest.raises(RuntimeError, match="killed"):
         simulate.run(spark, _config(out))
     assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == before

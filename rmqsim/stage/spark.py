@@ -4,16 +4,23 @@ mapInArrow adapters that run client_queues and movement over them."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField, StructType
 
 from rmqsim import schemas
 from rmqsim.stage.batches import OPTIONAL, whole_groups, with_absent_columns
 from rmqsim.stage.client_queues import client_queue_batches
 from rmqsim.stage.movement import movement_batches
+from rmqsim.stage.task_tables import TaskTables
 
 GROUP_KEY = ("scenario", "group")
+
+# What comes back from tasks that write their tables themselves: nothing.
+NOTHING = StructType([StructField("nothing", schemas.LONG)])
 
 # Route rows per Python task below which a run uses fewer tasks than partition_by_group made.
 ROUTES_PER_TASK = 4096
@@ -52,6 +59,14 @@ def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
         yield from client_queue_batches(with_absent_columns(rows))
 
 
+def map_task_tables(batches: Iterator[pa.RecordBatch], tables: TaskTables) -> Iterator[pa.RecordBatch]:
+    context = TaskContext.get()
+    with tables.task(context.partitionId(), context.attemptNumber()) as written:
+        for batch in map_client_queues(batches):
+            written.write(batch)
+    yield from ()
+
+
 def map_movement(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for rows in whole_groups(batches):
         yield from movement_batches(with_absent_columns(rows))
@@ -60,6 +75,12 @@ def map_movement(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def client_queues(routes: DataFrame) -> DataFrame:
     """schemas.CLIENT_QUEUES from partition_by_group's routes."""
     return routes.mapInArrow(map_client_queues, schemas.CLIENT_QUEUES)
+
+
+def task_tables(routes: DataFrame, tables: TaskTables) -> DataFrame:
+    """No rows: running it (a noop write) has each task write stage.task_tables.TABLES of its
+    client queues into ``tables``."""
+    return routes.mapInArrow(partial(map_task_tables, tables=tables), NOTHING)
 
 
 def movement(routes: DataFrame) -> DataFrame:
