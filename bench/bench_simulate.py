@@ -120,7 +120,7 @@ def write_client_tables(staged: DataFrame, out: Path) -> None:
     """The allocation stage as simulate runs it on a local output: the Python pass over the
     checkpointed routes, each task writing its assignments, group_metrics and consumer_load into
     ``out`` (stage.task_tables), in one Spark job."""
-    tables = TaskTables.empty(str(out))
+    tables = TaskTables.empty(str(out), movement=False)
     stage.task_tables(staged, tables).write.format("noop").mode("overwrite").save()
     tables.complete()
 

@@ -13,10 +13,13 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from rmqsim.errors import InputError
@@ -39,6 +42,21 @@ def partition_directory(keys: Iterable[tuple[str, str]]) -> str:
     """The directory, relative to its table's, that Spark writes a partition's rows to:
     ``scenario=x/strategy=AVG``, each value escaped as Spark escapes it."""
     return "/".join(f"{column}={_escaped(value)}" for column, value in keys)
+
+
+def partitions(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> Iterator[tuple[tuple, pa.Table]]:
+    """``rows`` split by the values of ``columns`` (strings), each part in its input order."""
+    encoded = [pc.dictionary_encode(rows.column(c)) for c in columns]
+    encoded = [e.combine_chunks() if isinstance(e, pa.ChunkedArray) else e for e in encoded]
+    code = np.zeros(rows.num_rows, dtype=np.int64)
+    for e in encoded:
+        code = code * len(e.dictionary) + e.indices.to_numpy(zero_copy_only=False)
+    for c in np.unique(code):
+        key, rest = [], int(c)
+        for e in reversed(encoded):
+            rest, i = divmod(rest, len(e.dictionary))
+            key.append(e.dictionary[i].as_py())
+        yield tuple(reversed(key)), rows.filter(pa.array(code == c))
 
 
 def _local_path(out: str) -> str | None:
@@ -92,16 +110,34 @@ class RunOutput:
     def table(self, name: str) -> str:
         return f"{self.staging}/{name}"
 
-    def write_arrow(self, table: pa.Table, name: str) -> None:
+    def write_arrow(self, table: pa.Table, name: str, partition_by: Sequence[str] = ()) -> None:
         """``table`` as table ``name``, laid out as Spark lays out a table of one task: a directory
-        with one Parquet file and _SUCCESS. Local outputs only: it is written by this process."""
+        with _SUCCESS and one Parquet file, or one in each partition's directory. Local outputs
+        only: it is written by this process."""
         if not self.local:
             raise ValueError(f"{self.out} is not on this machine: write {name} through Spark")
         path = self.table(name)
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path)
-        pq.write_table(table, os.path.join(path, "part-00000.parquet"))
+        parts = partitions(table, partition_by) if partition_by else [((), table)]
+        for key, rows in parts:
+            where = os.path.join(path, partition_directory(zip(partition_by, key)))
+            os.makedirs(where, exist_ok=True)
+            pq.write_table(rows.drop_columns(list(partition_by)), os.path.join(where, "part-00000.parquet"))
         open(os.path.join(path, "_SUCCESS"), "w").close()
+
+    def read_arrow(
+        self, name: str, schema: pa.Schema, columns: Sequence[str], partition_by: Sequence[str] = ()
+    ) -> pa.Table:
+        """``columns`` of a table this run wrote, with ``schema``'s types, read by this process.
+        Local outputs only."""
+        if not self.local:
+            raise ValueError(f"{self.out} is not on this machine: read {name} through Spark")
+        keys = pa.schema([schema.field(c) for c in partition_by])
+        hive = ds.partitioning(keys, flavor="hive") if partition_by else None
+        # Hidden and _underscore files (_SUCCESS, Spark's .crc files) are not data: left out.
+        found = ds.dataset(self.table(name), schema=schema, format="parquet", partitioning=hive)
+        return found.to_table(columns=list(columns))
 
     def publish(self) -> str:
         """Move the finished run into place, replacing any previous one."""

@@ -1,9 +1,11 @@
-"""The run's small tables, rolled up in the driver with pyarrow: comparison and exposure (a row per
-scenario and strategy) and recommendation (a row per group).
+"""What the driver computes with pyarrow from the client rows' tables as written (group_metrics,
+consumer_load) and from movement: summary, comparison and exposure (a row per scenario and
+strategy), recommendation (a row per group), split_brain (group_metrics' rows with a stale client)
+and the allocation's reject rows.
 
-Their inputs are the run's metric tables, handed over by Spark as Arrow with only the columns read
-(consumer_load aggregated per group first: it has a row per client). In Spark their joins and
-windows would cost a job each over tables of a few rows; here they cost none.
+Their inputs are a fleet's metric tables, a row per (topic, group) or per client, read back as
+Arrow with only the columns used. In Spark their aggregations, joins and windows cost a job each
+whatever their size; here they cost none.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
 from rmqsim import schemas
+from rmqsim.snapshot.checks import row_json
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
+from rmqsim.strategies import broker, proxy
+from rmqsim.strategies.batch import RMQSIM_REFUSES
+
+RUN = ["scenario", "phase", "strategy"]
+# How group_metrics.error starts where the answer is an answer (the client keeps what it had), not
+# an error the client throws or a group rmqsim refuses.
+KEPT = (broker.ANSWERS_NULL, proxy.ANSWERS_NULL)
 
 SCENARIO_STRATEGY = ["scenario", "strategy"]
 
@@ -56,6 +66,122 @@ GROUP_METRICS_COLUMNS = (
     "one_library_multi_owned",
     "one_library_unassigned",
 )
+
+
+# What the driver reads of consumer_load: a row per client is the longest table it reads.
+CONSUMER_LOAD_COLUMNS = (*RUN, "group", "queues")
+
+
+def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Groups the client fails on: a null answer is an answer, kept by the client."""
+    kept = pc.or_(*(pc.starts_with(error, k) for k in KEPT))
+    return pc.and_(pc.is_valid(error), pc.invert(pc.fill_null(kept, False)))
+
+
+def _max_over_mean(highest: pa.ChunkedArray, mean: pa.ChunkedArray) -> pa.ChunkedArray:
+    """max / mean, null where the mean is not positive: no queue, no meaningful ratio."""
+    return _where(pc.greater(mean, 0), pc.divide(pc.cast(highest, pa.float64()), mean))
+
+
+def summary(group_metrics: pa.Table, consumer_load: pa.Table) -> pa.Table:
+    """One row per (scenario, phase, strategy), schemas.SUMMARY, in that order: the fleet at a glance.
+
+    A run with groups but no client has no consumer figures (null), and one with clients but no
+    group metrics none of those."""
+    idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
+    load = (
+        consumer_load.append_column("_idle", idle)
+        .group_by(RUN)
+        .aggregate([("queues", "count"), ("queues", "max"), ("queues", "mean"), ("_idle", "sum")])
+    )
+    load = pa.table(
+        {
+            **{c: load[c] for c in RUN},
+            "consumers": load["queues_count"],
+            "fleet_max_queues": load["queues_max"],
+            "fleet_mean_queues": load["queues_mean"],
+            "fleet_max_over_mean": _max_over_mean(load["queues_max"], load["queues_mean"]),
+            "idle_consumers": load["_idle_sum"],
+        }
+    )
+    summed = ("unassigned_queues", "multi_owned_queues", "shared_queues")
+    threw = pc.cast(_thrown(group_metrics["error"]), pa.int64())
+    groups = (
+        group_metrics.append_column("_threw", threw)
+        .group_by(RUN)
+        .aggregate(
+            [
+                ("queue_count", "count"),
+                ("queue_count", "sum"),
+                ("max_over_mean", "max"),
+                ("idle_consumers", "sum"),
+                *[(c, "sum") for c in summed],
+                ("_threw", "sum"),
+            ]
+        )
+    )
+    groups = pa.table(
+        {
+            **{c: groups[c] for c in RUN},
+            "groups": groups["queue_count_count"],
+            "queues": groups["queue_count_sum"],
+            "worst_group_max_over_mean": groups["max_over_mean_max"],
+            "idle_in_a_topic": groups["idle_consumers_sum"],
+            **{c: groups[f"{c}_sum"] for c in summed},
+            "groups_with_errors": groups["_threw_sum"],
+        }
+    )
+    out = groups.join(load, RUN, join_type="full outer")
+    return _conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)
+
+
+def group_load(consumer_load: pa.Table) -> pa.Table:
+    """Per (scenario, phase, strategy, group): max/mean of its clients' queues summed over its
+    topics, the load recommendation weighs."""
+    per_group = consumer_load.group_by([*RUN, "group"]).aggregate([("queues", "max"), ("queues", "mean")])
+    return per_group.append_column(
+        "max_over_mean", _max_over_mean(per_group["queues_max"], per_group["queues_mean"])
+    ).drop_columns(["queues_max", "queues_mean"])
+
+
+def split_brain(group_metrics: pa.Table) -> pa.Table:
+    """One row per (scenario, phase, strategy, topic, group) of a stale_view phase in which some
+    client computes from the old view: schemas.SPLIT_BRAIN, the queues read twice (duplicate
+    consumption) and read by nobody (stalled), and the backlog on each."""
+    stale = group_metrics.filter(pc.greater(group_metrics["stale_clients"], 0))
+    return _conformed(stale, schemas.SPLIT_BRAIN)
+
+
+def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Table:
+    """Reject rows (schemas.REJECTS, sorted by row and reason) for the (topic, group, strategy)
+    runs that produced no allocation: a strategy skipped for lack of its configuration, a group on
+    which the real client throws, or one that rmqsim refuses to run."""
+    where = ["scenario", "phase", "topic", "group"]
+    skipped = group_routes.select([*where, "skipped"])
+    row = pc.list_parent_indices(skipped["skipped"])
+    each = pc.list_flatten(skipped["skipped"])
+    skips = pa.table({c: skipped[c].take(row) for c in where}).append_column(
+        "strategy", pc.struct_field(each, "strategy")
+    )
+    thrown = group_metrics.filter(_thrown(group_metrics["error"]))
+    error = thrown["error"]
+    reason = pc.if_else(
+        pc.starts_with(error, RMQSIM_REFUSES),
+        error,
+        pc.binary_join_element_wise("the client throws: ", error, ""),
+    )
+    rejects = pa.table(
+        {
+            "source": pa.array(["allocation"] * (skips.num_rows + thrown.num_rows), pa.string()),
+            "reason": pa.chunked_array(
+                [*pc.struct_field(each, "reason").chunks, *reason.chunks], pa.string()
+            ),
+            "row": pa.chunked_array(
+                [row_json(skips), row_json(thrown.select([*where, "strategy"]))], pa.string()
+            ),
+        }
+    )
+    return _conformed(rejects.sort_by([("row", "ascending"), ("reason", "ascending")]), schemas.REJECTS)
 
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:

@@ -330,6 +330,46 @@ CONSUMER_LOAD = StructType(
     ]
 )
 
+# group_metrics' rows with a stale client: the split-brain risk (rollups.split_brain).
+SPLIT_BRAIN = StructType(
+    [
+        *RUN_KEYS,
+        *TOPIC_GROUP,
+        *(
+            next(f for f in GROUP_METRIC_FIELDS if f.name == name)
+            for name in (
+                "stale_clients",
+                "consumer_count",
+                "queue_count",
+                "multi_owned_queues",
+                "unassigned_queues",
+                "multi_owned_backlog",
+                "unassigned_backlog",
+            )
+        ),
+    ]
+)
+
+# One row per (scenario, phase, strategy): the fleet at a glance (rollups.summary).
+SUMMARY = StructType(
+    [
+        *RUN_KEYS,
+        StructField("groups", LONG, True),
+        StructField("consumers", LONG, True),  # null: a run in which every client left
+        StructField("queues", LONG, True),
+        StructField("fleet_max_queues", LONG, True),
+        StructField("fleet_mean_queues", DOUBLE, True),
+        StructField("fleet_max_over_mean", DOUBLE, True),
+        StructField("worst_group_max_over_mean", DOUBLE, True),
+        StructField("idle_consumers", LONG, True),
+        StructField("idle_in_a_topic", LONG, True),
+        StructField("unassigned_queues", LONG, True),
+        StructField("multi_owned_queues", LONG, True),
+        StructField("shared_queues", LONG, True),
+        StructField("groups_with_errors", LONG, True),
+    ]
+)
+
 # One row per (scenario, strategy, topic, group, from_phase, to_phase): see rmqsim.movement.
 MOVEMENT = StructType(
     [

@@ -6,6 +6,7 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -20,7 +21,7 @@ from rmqsim.output import RunOutput
 from rmqsim.scenarios import apply, names, parse
 from rmqsim.snapshot import checks, reconcile
 from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.stage import routes, task_tables
+from rmqsim.stage import routes
 from rmqsim.stage import spark as stage
 from rmqsim.stage.task_tables import TaskTables
 
@@ -140,16 +141,25 @@ def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str)
         df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
 
 
-def read_table(output: RunOutput, spark: SparkSession, name: str, schema: StructType) -> DataFrame:
-    """A table this run wrote, with its contract's types (and none of its rows: a table of no rows)."""
-    return spark.read.schema(schema).parquet(output.table(name))
+def read_back(
+    output: RunOutput, spark: SparkSession, name: str, schema: StructType, columns: Sequence[str] = ()
+) -> pa.Table:
+    """``columns`` (all: none given) of a table this run wrote and partitioned by PARTITIONED_BY,
+    as Arrow with ``schema``'s types: read by this process where the output is on this machine,
+    else by Spark."""
+    columns = list(columns or schema.fieldNames())
+    types = to_arrow_schema(schema)
+    if output.local:
+        return output.read_arrow(name, types, columns, PARTITIONED_BY)
+    read = spark.read.schema(schema).parquet(output.table(name)).select(*columns).toArrow()
+    return read.cast(pa.schema([types.field(c) for c in columns]))
 
 
-def write_task_tables(output: RunOutput, routes: DataFrame) -> None:
-    """The client rows' tables, each task writing its own (stage.task_tables): one Spark job,
-    where the output is on this machine."""
-    tables = TaskTables.empty(output.staging)
-    with session.job_description(routes.sparkSession, f"rmqsim: {', '.join(task_tables.TABLES)}"):
+def write_task_tables(output: RunOutput, routes: DataFrame, *, movement: bool) -> None:
+    """The allocation stage's tables, each task writing its own (stage.task_tables): one Spark
+    job, where the output is on this machine."""
+    tables = TaskTables.empty(output.staging, movement=movement)
+    with session.job_description(routes.sparkSession, f"rmqsim: {', '.join(tables.tables)}"):
         stage.task_tables(routes, tables).write.format("noop").mode("overwrite").save()
     tables.complete()
 
@@ -167,16 +177,21 @@ def write_client_tables(output: RunOutput, client_queues: DataFrame) -> None:
 
 
 def write_rollup(
-    output: RunOutput, spark: SparkSession, table: pa.Table, name: str, schema: StructType
+    output: RunOutput,
+    spark: SparkSession,
+    table: pa.Table,
+    name: str,
+    schema: StructType,
+    partition_by: Sequence[str] = (),
 ) -> None:
-    """A small table the driver holds as Arrow, written as one file in its row order: by this
-    process where the output is on this machine (a Spark job costs more than such a table), else
-    by Spark. Either way its columns have ``schema``'s types."""
+    """A table the driver holds as Arrow, written as one file (per partition) in its row order: by
+    this process where the output is on this machine (a Spark job costs more than such a table),
+    else by Spark. Either way its columns have ``schema``'s types."""
     table = table.select(schema.fieldNames())
     if output.local:
-        output.write_arrow(table.cast(to_arrow_schema(schema)), name)
+        output.write_arrow(table.cast(to_arrow_schema(schema)), name, partition_by)
     else:
-        write_table(output, spark.createDataFrame(table, schema).coalesce(1), name)
+        write_table(output, spark.createDataFrame(table, schema).coalesce(1), name, *partition_by)
 
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
@@ -196,43 +211,37 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     try:
         # One Python pass computes each client's queues, its load and its group's metrics: the
         # client rows, of which assignments, group_metrics and consumer_load are an explode and
-        # two row filters. Every later table is computed from those tables as written.
+        # two row filters; and movement. Every later table is computed from these as written.
         if output.local:
-            write_task_tables(output, routes_in)
+            write_task_tables(output, routes_in, movement=with_movement)
         else:
             write_client_tables(output, stage.client_queues(routes_in))
-        group_metrics = read_table(output, spark, "group_metrics", schemas.GROUP_METRICS)
-        consumer_load = read_table(output, spark, "consumer_load", schemas.CONSUMER_LOAD)
-        summarised = metrics.strategy_summary(group_metrics, consumer_load)
-        summary = summarised.toArrow().sort_by([(c, "ascending") for c in metrics.RUN])
-        write_rollup(output, spark, summary, "summary", summarised.schema)
+            if with_movement:
+                # A second Python pass over the kept routes: cheaper than shuffling per-queue owners.
+                write_table(output, stage.movement(routes_in), "movement", *PARTITIONED_BY)
+        group_metrics = read_back(output, spark, "group_metrics", schemas.GROUP_METRICS)
+        consumer_load = read_back(
+            output, spark, "consumer_load", schemas.CONSUMER_LOAD, rollups.CONSUMER_LOAD_COLUMNS
+        )
+        summary = rollups.summary(group_metrics, consumer_load)
+        write_rollup(output, spark, summary, "summary", schemas.SUMMARY)
         comparison: list[dict] = []
         advised: list[dict] = []
         exposed: list[dict] = []
         if with_movement:
-            # A second Python pass over the cached routes: cheaper than shuffling per-queue owners.
-            movement = stage.movement(routes_in)
-            write_table(output, movement, "movement", *PARTITIONED_BY)
-            moves = spark.read.parquet(output.table("movement")).select(*rollups.MOVEMENT_COLUMNS).toArrow()
+            moves = read_back(output, spark, "movement", schemas.MOVEMENT, rollups.MOVEMENT_COLUMNS)
             compared = rollups.comparison(summary, moves)
             write_rollup(output, spark, compared, "comparison", schemas.COMPARISON)
-            advice = rollups.recommendation(
-                group_metrics.select(*rollups.GROUP_METRICS_COLUMNS).toArrow(),
-                metrics.group_load(consumer_load).toArrow(),
-                moves,
-            )
+            advice = rollups.recommendation(group_metrics, rollups.group_load(consumer_load), moves)
             write_rollup(output, spark, advice, "recommendation", schemas.RECOMMENDATION)
             advised, comparison = advice.to_pylist(), compared.to_pylist()
             if with_stale_views:
-                write_table(output, metrics.split_brain(group_metrics), "split_brain", *PARTITIONED_BY)
-                risk = rollups.exposure(spark.read.parquet(output.table("split_brain")).toArrow())
+                brain = rollups.split_brain(group_metrics)
+                write_rollup(output, spark, brain, "split_brain", schemas.SPLIT_BRAIN, PARTITIONED_BY)
+                risk = rollups.exposure(brain)
                 write_rollup(output, spark, risk, "exposure", schemas.EXPOSURE)
                 exposed = risk.to_pylist()
-        not_simulated = (
-            metrics.allocation_rejects(staged, group_metrics)
-            .toArrow()
-            .sort_by([("row", "ascending"), ("reason", "ascending")])
-        )
+        not_simulated = rollups.allocation_rejects(built.group_routes, group_metrics)
         every_reject = pa.concat_tables([rejects, not_simulated.cast(rejects.schema)])
         write_rollup(output, spark, every_reject, "rejects", schemas.REJECTS)
         counted = reconcile.reconciliation(built.loaded, built.checked, rejects)

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import rollups, schemas
+from rmqsim.strategies import broker, proxy
+from rmqsim.strategies.batch import RMQSIM_REFUSES
 
 SNAPSHOT_FIGURES = {
     "consumer_count": 4,
@@ -150,3 +153,106 @@ def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
     b = rows["B"]
     assert (b["fleet_max_queues_before"], b["last_phase"], b["fleet_max_queues_after"]) == (0, None, None)
     assert b["queues_moved"] is None
+
+
+def _full_group_metrics(rows: list[dict]) -> pa.Table:
+    """group_metrics rows of scenario s, topic t: each dict names what its test is about, the rest
+    is zero or null."""
+    fields = to_arrow_schema(schemas.GROUP_METRICS)
+    base = {f.name: (0 if pa.types.is_integer(f.type) else None) for f in fields}
+    return pa.Table.from_pylist([{**base, "scenario": "s", "topic": "t", **r} for r in rows], fields)
+
+
+def test_the_summary_counts_clients_queues_and_the_groups_the_client_fails_on() -> None:
+    metrics = _full_group_metrics(
+        [
+            # Phase 0: two groups of 3 and 5 queues, one on which the client throws.
+            {
+                "phase": 0,
+                "strategy": "AVG",
+                "group": "a",
+                "queue_count": 3,
+                "max_over_mean": 1.5,
+                "idle_consumers": 1,
+            },
+            {
+                "phase": 0,
+                "strategy": "AVG",
+                "group": "b",
+                "queue_count": 5,
+                "error": "IllegalArgumentException",
+            },
+            # Phase 1: the broker answers null (kept, not an error), and every client left.
+            {
+                "phase": 1,
+                "strategy": "AVG",
+                "group": "a",
+                "queue_count": 3,
+                "error": f"{broker.ANSWERS_NULL}x",
+            },
+        ]
+    )
+    load = pa.table(
+        {
+            "scenario": ["s"] * 3,
+            "phase": pa.array([0, 0, 0], pa.int32()),
+            "strategy": ["AVG"] * 3,
+            "group": ["a", "a", "b"],
+            "queues": [2, 0, 5],
+        }
+    )
+    out = rollups.summary(metrics, load).to_pylist()
+    assert [(r["phase"], r["groups"], r["queues"], r["groups_with_errors"]) for r in out] == [
+        (0, 2, 8, 1),
+        (1, 1, 3, 0),
+    ]
+    first, second = out
+    # Clients hold 2, 0 and 5 queues: max 5, mean 7/3, one idle.
+    assert (first["consumers"], first["fleet_max_queues"], first["idle_consumers"]) == (3, 5, 1)
+    assert first["fleet_mean_queues"] == 7 / 3 and first["fleet_max_over_mean"] == 5 / (7 / 3)
+    assert (first["worst_group_max_over_mean"], first["idle_in_a_topic"]) == (1.5, 1)
+    # No client row in phase 1: no consumer figures, and no group ratio to take the max of.
+    assert (second["consumers"], second["fleet_max_queues"], second["worst_group_max_over_mean"]) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_allocation_rejects_name_the_skipped_strategies_and_the_groups_the_client_fails_on() -> None:
+    routes = pa.table(
+        {
+            "scenario": ["s", "s"],
+            "phase": pa.array([0, 1], pa.int32()),
+            "topic": ["t", "t"],
+            "group": ["g", "h"],
+            "skipped": [[{"strategy": "CONFIG", "reason": "no queue_config rows"}], []],
+        }
+    )
+    metrics = _full_group_metrics(
+        [
+            {"phase": 0, "strategy": "AVG", "group": "g", "error": "IllegalStateException: x"},
+            {"phase": 0, "strategy": "AVG", "group": "h", "error": f"{RMQSIM_REFUSES}: 300,000 clients"},
+            {"phase": 1, "strategy": "AVG", "group": "h", "error": f"{proxy.ANSWERS_NULL}y"},  # kept
+            {"phase": 1, "strategy": "AVG", "group": "g"},
+        ]
+    )
+    out = rollups.allocation_rejects(routes, metrics).to_pylist()
+    # Spark's to_json of struct(scenario, phase, topic, group, strategy), sorted by row (AVG < CONFIG).
+    assert out == [
+        {
+            "source": "allocation",
+            "reason": "the client throws: IllegalStateException: x",
+            "row": '{"scenario":"s","phase":0,"topic":"t","group":"g","strategy":"AVG"}',
+        },
+        {
+            "source": "allocation",
+            "reason": "no queue_config rows",
+            "row": '{"scenario":"s","phase":0,"topic":"t","group":"g","strategy":"CONFIG"}',
+        },
+        {
+            "source": "allocation",
+            "reason": f"{RMQSIM_REFUSES}: 300,000 clients",
+            "row": '{"scenario":"s","phase":0,"topic":"t","group":"h","strategy":"AVG"}',
+        },
+    ]

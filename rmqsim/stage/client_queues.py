@@ -28,10 +28,14 @@ OWNED_ARROW = CLIENT_QUEUES_ARROW.field("owned").type
 PATHS_ARROW = pa.array(schemas.PATHS, type=pa.string())
 
 
-def client_queue_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """schemas.CLIENT_QUEUES rows for every strategy each of ``rows`` runs."""
+def client_queue_batches(
+    rows: pa.RecordBatch, allocated: list[Allocated] | None = None
+) -> list[pa.RecordBatch]:
+    """schemas.CLIENT_QUEUES rows for every strategy each of ``rows`` runs. ``allocated``:
+    allocate_rows(rows), where the caller has it already."""
     out = []
-    allocated = allocate_rows(rows)
+    if allocated is None:
+        allocated = allocate_rows(rows)
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     balanced = balancing(rows)

@@ -150,9 +150,11 @@ class Owners:
         )
 
 
-def movement_batches(rows: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """One row per (scenario, strategy, topic, group, from_phase, to_phase): schemas.MOVEMENT."""
-    allocated = allocate_rows(rows) if rows.num_rows else []
+def movement_batches(rows: pa.RecordBatch, allocated: list[Allocated] | None = None) -> list[pa.RecordBatch]:
+    """One row per (scenario, strategy, topic, group, from_phase, to_phase): schemas.MOVEMENT.
+    ``allocated``: allocate_rows(rows), where the caller has it already."""
+    if allocated is None:
+        allocated = allocate_rows(rows) if rows.num_rows else []
     if not allocated:
         return []
     batch = allocated[0].batch

@@ -14,6 +14,7 @@ from pyspark.sql.types import StructField, StructType
 from rmqsim import schemas
 from rmqsim.stage.batches import OPTIONAL, whole_groups, with_absent_columns
 from rmqsim.stage.client_queues import client_queue_batches
+from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.stage.movement import movement_batches
 from rmqsim.stage.task_tables import TaskTables
 
@@ -62,8 +63,14 @@ def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBa
 def map_task_tables(batches: Iterator[pa.RecordBatch], tables: TaskTables) -> Iterator[pa.RecordBatch]:
     context = TaskContext.get()
     with tables.task(context.partitionId(), context.attemptNumber()) as written:
-        for batch in map_client_queues(batches):
-            written.write(batch)
+        for rows in whole_groups(batches):
+            rows = with_absent_columns(rows)
+            allocated = allocate_rows(rows)  # once, for the client rows and the movement alike
+            for batch in client_queue_batches(rows, allocated):
+                written.write_client_rows(batch)
+            if tables.movement:
+                for batch in movement_batches(rows, allocated):
+                    written.write_movement(batch)
     yield from ()
 
 
@@ -78,8 +85,8 @@ def client_queues(routes: DataFrame) -> DataFrame:
 
 
 def task_tables(routes: DataFrame, tables: TaskTables) -> DataFrame:
-    """No rows: running it (a noop write) has each task write stage.task_tables.TABLES of its
-    client queues into ``tables``."""
+    """No rows: running it (a noop write) has each task write ``tables`` of partition_by_group's
+    routes (stage.task_tables)."""
     return routes.mapInArrow(partial(map_task_tables, tables=tables), NOTHING)
 
 

@@ -1,6 +1,6 @@
-"""Arrow out, straight to Parquet: the client rows' tables (assignments, group_metrics and
-consumer_load) written by the Python task that computed them, where the run's output is on this
-machine.
+"""Arrow out, straight to Parquet: the tables of the allocation stage (assignments, group_metrics,
+consumer_load and movement) written by the Python task that computed them, where the run's output
+is on this machine.
 
 Handed back to Spark, the client rows had to be cached for three writes, and each client's owned
 list became a JVM row per queue: in bench/, that cost several times what pyarrow takes to filter
@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -28,10 +27,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from rmqsim import metrics, schemas
-from rmqsim.output import partition_directory
+from rmqsim.output import partition_directory, partitions
 
 PARTITIONED_BY = ("scenario", "strategy")
-TABLES = ("assignments", "group_metrics", "consumer_load")
+CLIENT_TABLES = ("assignments", "group_metrics", "consumer_load")  # of the client rows
+MOVEMENT = "movement"  # of the routes, where a scenario has a second phase
 # Repeated on every queue of a client: dictionary-encoded, a gather of indices instead of strings.
 REPEATED = ("topic", "group", "client_id", "computed_by")
 
@@ -46,6 +46,7 @@ def _file_schema(schema: StructType, dictionaries: tuple[str, ...] = ()) -> pa.S
 
 FILE_SCHEMAS = {
     "assignments": _file_schema(schemas.ASSIGNMENTS, REPEATED),
+    MOVEMENT: _file_schema(schemas.MOVEMENT),
     **{table: _file_schema(schema) for table, schema in metrics.TABLE_SCHEMAS.items()},
 }
 
@@ -62,7 +63,7 @@ def assignment_rows(client_queues: pa.RecordBatch) -> pa.Table:
         "broker_name": queues.field("broker_name"),
         "queue_id": queues.field("queue_id"),
     }
-    return pa.table(columns).select(FILE_SCHEMAS["assignments"].names).cast(FILE_SCHEMAS["assignments"])
+    return pa.table(columns).select(FILE_SCHEMAS["assignments"].names)
 
 
 def flagged_rows(client_queues: pa.RecordBatch, table: str) -> pa.Table:
@@ -71,22 +72,11 @@ def flagged_rows(client_queues: pa.RecordBatch, table: str) -> pa.Table:
     flag, columns = metrics.CLIENT_ROW_TABLES[table]
     rows = pa.Table.from_batches([client_queues]).filter(client_queues.column(flag))
     schema = FILE_SCHEMAS[table]
-    return pa.table({name: rows.column(columns.get(name, name)) for name in schema.names}).cast(schema)
+    return pa.table({name: rows.column(columns.get(name, name)) for name in schema.names})
 
 
 def table_rows(client_queues: pa.RecordBatch, table: str) -> pa.Table:
     return assignment_rows(client_queues) if table == "assignments" else flagged_rows(client_queues, table)
-
-
-def by_partition(client_queues: pa.RecordBatch) -> Iterator[tuple[tuple[str, str], pa.RecordBatch]]:
-    """``client_queues`` split by (scenario, strategy), each part in its input order."""
-    scenario, strategy = (pc.dictionary_encode(client_queues.column(c)) for c in PARTITIONED_BY)
-    strategies = len(strategy.dictionary)
-    code = scenario.indices.to_numpy().astype(np.int64) * strategies + strategy.indices.to_numpy()
-    for c in np.unique(code):
-        s, t = divmod(int(c), strategies)
-        key = (scenario.dictionary[s].as_py(), strategy.dictionary[t].as_py())
-        yield key, client_queues.filter(pa.array(code == c))
 
 
 @dataclass
@@ -96,16 +86,22 @@ class TaskFiles:
     directory: str  # the run's: a table per subdirectory
     task: int
     attempt: int
-    _open: dict[tuple[str, str, str], tuple[pq.ParquetWriter, str, str]] = field(default_factory=dict)
+    _open: dict[tuple, tuple[pq.ParquetWriter, str, str]] = field(default_factory=dict)
 
-    def write(self, client_queues: pa.RecordBatch) -> None:
-        for key, rows in by_partition(client_queues):
-            for table in TABLES:
-                written = table_rows(rows, table)
-                if written.num_rows:
-                    self._writer(table, key).write_table(written)
+    def write_client_rows(self, client_queues: pa.RecordBatch) -> None:
+        """CLIENT_TABLES' rows of schemas.CLIENT_QUEUES rows."""
+        for key, rows in partitions(client_queues, PARTITIONED_BY):
+            for table in CLIENT_TABLES:
+                self._write(table, key, table_rows(rows, table))
 
-    def _writer(self, table: str, key: tuple[str, str]) -> pq.ParquetWriter:
+    def write_movement(self, movement: pa.RecordBatch) -> None:
+        """schemas.MOVEMENT rows."""
+        for key, rows in partitions(movement, PARTITIONED_BY):
+            self._write(MOVEMENT, key, pa.Table.from_batches([rows]).drop_columns(list(PARTITIONED_BY)))
+
+    def _write(self, table: str, key: tuple, rows: pa.Table) -> None:
+        if not rows.num_rows:
+            return
         if (table, *key) not in self._open:
             where = os.path.join(self.directory, table, partition_directory(zip(PARTITIONED_BY, key)))
             os.makedirs(where, exist_ok=True)
@@ -115,7 +111,7 @@ class TaskFiles:
             schema = FILE_SCHEMAS[table]
             writer = pq.ParquetWriter(temporary, schema, compression="snappy", store_schema=False)
             self._open[(table, *key)] = (writer, temporary, final)
-        return self._open[(table, *key)][0]
+        self._open[(table, *key)][0].write_table(rows.cast(FILE_SCHEMAS[table]))
 
     def commit(self) -> None:
         for writer, temporary, final in self._open.values():
@@ -130,16 +126,23 @@ class TaskFiles:
 
 @dataclass(frozen=True)
 class TaskTables:
-    """The run's staging directory, into which the tasks write TABLES (shipped to them pickled)."""
+    """Where the tasks write, and which tables (shipped to them pickled): the run's staging
+    directory, and CLIENT_TABLES, with MOVEMENT where a scenario has a second phase."""
 
     directory: str
+    tables: tuple[str, ...]
 
     @classmethod
-    def empty(cls, directory: str) -> TaskTables:
-        for table in TABLES:
+    def empty(cls, directory: str, *, movement: bool) -> TaskTables:
+        tables = (*CLIENT_TABLES, MOVEMENT) if movement else CLIENT_TABLES
+        for table in tables:
             shutil.rmtree(os.path.join(directory, table), ignore_errors=True)
             os.makedirs(os.path.join(directory, table))
-        return cls(directory)
+        return cls(directory, tables)
+
+    @property
+    def movement(self) -> bool:
+        return MOVEMENT in self.tables
 
     @contextmanager
     def task(self, task: int, attempt: int) -> Iterator[TaskFiles]:
@@ -154,5 +157,5 @@ class TaskTables:
 
     def complete(self) -> None:
         """Mark each table written, as Spark does, once every task has committed."""
-        for table in TABLES:
+        for table in self.tables:
             open(os.path.join(self.directory, table, "_SUCCESS"), "w").close()
