@@ -13,8 +13,8 @@ Each round times, as fresh processes started the way a user starts them:
 
 * simulate: ``rmqsim simulate --snapshot S --out O --strategies AVG`` (the CLI, local profile);
 * floor: a Python process that starts Spark as the CLI does (the local profile, local[*]), reads the
-  simulate run's own O/assignments and writes it back as Parquet: start-up plus the least any
-  job writing that many assignment rows spends.
+  simulate run's own O/assignments and writes it back as Parquet: start-up plus the least a Spark
+  job writing that many assignment rows spends (simulate's tasks write theirs with pyarrow).
 
 With ``--prelude-given``, a third process (bench/prelude.py): simulate with its prelude (checks
 and route building) read from a run of it kept before the rounds; simulate less it is what the
