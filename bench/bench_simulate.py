@@ -10,7 +10,9 @@ What is measured, per round, in one process and one SparkSession (local[2], the 
   other table it wrote, written again from memory: the least a job reading those inputs and
   writing those outputs with Spark spends. (On a local output simulate's tasks write their tables
   with pyarrow, which costs less than Spark's writes: there simulate can come in under these
-  floors, and bench/README.md quotes a pyarrow floor beside them.)
+  floors.)
+* the pyarrow floor: the run's assignments read and written back by pyarrow in this process, the
+  floor for that comparison.
 
 The figure to track is the ratio simulate / floor, not the seconds: these 2-core machines are noisy,
 and a baseline measured in the same run, on the same data and JVM, cancels most of that noise.
@@ -33,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 
 from rmqsim import config, session, simulate
@@ -54,6 +58,7 @@ class Round:
     assignments_only_s: float  # the same run, writing only the client rows' tables
     allocation_s: float  # of which the allocation stage: checkpointed routes to written assignments
     run_floor_s: float  # the floor, every input table read, every other output written: run_floor_job
+    arrow_floor_s: float  # the assignments read and written back by pyarrow in this process: arrow_floor_job
 
     @property
     def ratio(self) -> float:
@@ -137,6 +142,20 @@ def floor_job(spark: SparkSession, source: Path, dest: Path) -> Job:
     return lambda: spark.read.parquet(str(source)).write.mode("overwrite").parquet(str(dest))
 
 
+def arrow_floor_job(source: Path, dest: Path) -> Job:
+    """The assignments table read and written back partitioned by pyarrow, in this process: a floor
+    for runs whose tasks write their tables with pyarrow, as simulate's do on a local output."""
+
+    def job() -> None:
+        hive = ds.partitioning(pa.schema([(c, pa.string()) for c in simulate.PARTITIONED_BY]), flavor="hive")
+        table = ds.dataset(str(source), format="parquet", partitioning=hive).to_table()
+        ds.write_dataset(
+            table, str(dest), format="parquet", partitioning=hive, existing_data_behavior="delete_matching"
+        )
+
+    return job
+
+
 def run_floor_job(
     spark: SparkSession, cfg: config.SimulateConfig, out: Path, dest: Path
 ) -> Callable[[], float]:
@@ -172,6 +191,7 @@ def run_round(
     assign: Callable[[], tuple[float, float]],
     count: Callable[[], int],
     run_floor: Callable[[], float],
+    arrow_floor: Job,
 ) -> Round:
     if index % 2 == 0:
         sim_s = timed(sim)
@@ -189,6 +209,7 @@ def run_round(
         routes_s + allocation_s,
         allocation_s,
         floor_s + run_floor(),
+        timed(arrow_floor),
     )
 
 
@@ -198,6 +219,7 @@ def summarize(rounds: Sequence[Round]) -> dict[str, float]:
     assign = statistics.median(r.assignments_only_s for r in rounds)
     stage = statistics.median(r.allocation_s for r in rounds)
     run_floor = statistics.median(r.run_floor_s for r in rounds)
+    arrow_floor = statistics.median(r.arrow_floor_s for r in rounds)
     return {
         "simulate_s": sim,
         "floor_s": floor,
@@ -209,6 +231,8 @@ def summarize(rounds: Sequence[Round]) -> dict[str, float]:
         "run_floor_s": run_floor,
         "run_floor_ratio": run_floor / floor,
         "simulate_over_run_floor": sim / run_floor,
+        "arrow_floor_s": arrow_floor,
+        "simulate_over_arrow_floor": sim / arrow_floor,
     }
 
 
@@ -233,6 +257,11 @@ def format_table(rounds: Sequence[Round], median: dict[str, float], rows: int) -
         f"{median['run_floor_s']:.2f} s, "
         f"{median['run_floor_ratio']:.2f} x the floor; simulate / run I/O floor: "
         f"{median['simulate_over_run_floor']:.2f}"
+    )
+    lines.append(
+        f"the pyarrow floor (the assignments read and written back by pyarrow): "
+        f"{median['arrow_floor_s']:.2f} s; "
+        f"simulate / pyarrow floor: {median['simulate_over_arrow_floor']:.2f}"
     )
     lines.append(f"assignment rows:  {rows}")
     return "\n".join(lines)
@@ -269,12 +298,13 @@ def measure(
     assign = assignments_only_job(spark, snapshot, workdir / "assignments-only", strategies)
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=strategies)
     run_floor = run_floor_job(spark, cfg, out, workdir / "run-floor")
+    arrow_floor = arrow_floor_job(out / "assignments", workdir / "arrow-floor")
 
     def count() -> int:
         return spark.read.parquet(str(out / "assignments")).count()
 
-    run_round(0, sim, floor, assign, count, run_floor)  # warm-up, not reported
-    measured = [run_round(i, sim, floor, assign, count, run_floor) for i in range(rounds)]
+    run_round(0, sim, floor, assign, count, run_floor, arrow_floor)  # warm-up, not reported
+    measured = [run_round(i, sim, floor, assign, count, run_floor, arrow_floor) for i in range(rounds)]
     rows = measured[-1].assignment_rows
     if any(r.assignment_rows != rows for r in measured):
         raise SystemExit(f"assignment rows changed between rounds: {[r.assignment_rows for r in measured]}")
