@@ -1,6 +1,6 @@
 """The client rows' tables (docs/CONTRACT.md, section 4) as Spark writes them, from one row per
-(topic, group, distinct client): where the output is not on this machine. (On this machine the
-Python tasks write the same rows themselves: stage.task_tables.)
+(topic, group, distinct client): where the output or the executors are not on this machine. (Where
+both are, the Python tasks write the same rows themselves: stage.task_tables.)
 
 The allocation stage already counted each client's queues and each group's unowned and
 multi-owned queues, so no metric touches the (much larger) assignment rows.

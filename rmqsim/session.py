@@ -113,6 +113,13 @@ def is_remote(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+def executors_here(spark: SparkSession) -> bool:
+    """Whether the executors run on this machine (a local master): then what a task writes to a
+    local path is where this process reads it. On a cluster a path without a scheme may be on the
+    executors' own disks, or on the cluster's default file system (HDFS): Spark must write it."""
+    return not is_remote(spark) and spark.sparkContext.master.startswith("local")
+
+
 SECRET_WORDS = ("secret", "password", "token", "credential", "key.private")
 
 

@@ -157,7 +157,7 @@ def read_back(
 
 def write_task_tables(output: RunOutput, routes: DataFrame, *, movement: bool) -> None:
     """The allocation stage's tables, each task writing its own (stage.task_tables): one Spark
-    job, where the output is on this machine."""
+    job, where the output and the executors are on this machine."""
     tables = TaskTables.empty(output.staging, movement=movement)
     with session.job_description(routes.sparkSession, f"rmqsim: {', '.join(tables.tables)}"):
         stage.task_tables(routes, tables).write.format("noop").mode("overwrite").save()
@@ -212,7 +212,7 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
         # One Python pass computes each client's queues, its load and its group's metrics: the
         # client rows, of which assignments, group_metrics and consumer_load are an explode and
         # two row filters; and movement. Every later table is computed from these as written.
-        if output.local:
+        if output.local and session.executors_here(spark):
             write_task_tables(output, routes_in, movement=with_movement)
         else:
             write_client_tables(output, stage.client_queues(routes_in))

@@ -1,6 +1,6 @@
 """Arrow out, straight to Parquet: the tables of the allocation stage (assignments, group_metrics,
 consumer_load and movement) written by the Python task that computed them, where the run's output
-is on this machine.
+and the executors are on this machine.
 
 Handed back to Spark, the client rows had to be cached for three writes, and each client's owned
 list became a JVM row per queue: in bench/, that cost several times what pyarrow takes to filter
