@@ -163,8 +163,9 @@ def test_a_run_killed_during_its_write_leaves_the_previous_result_intact(first_r
     )
     try:
         deadline = time.monotonic() + 300
-        # Killed once the first table is written and the next ones are being written.
-        while not list(tmp_path.glob(".out.tmp-*/assignments/_SUCCESS")):
+        # Killed once the allocation's tasks have started writing their tables (their directories
+        # are made first), a second or more before the run could publish.
+        while not list(tmp_path.glob(".out.tmp-*/assignments")):
             assert run.poll() is None, run.stderr.read().decode()[-3000:]
             assert time.monotonic() < deadline, "the run never started writing"
             time.sleep(0.05)
