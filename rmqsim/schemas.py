@@ -151,6 +151,9 @@ OBSERVED_ASSIGNMENTS = TableSpec(
 
 SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONFIG, OBSERVED_ASSIGNMENTS)
 
+# The partition columns of the partitioned output tables, in directory order (docs/CONTRACT.md, 4).
+PARTITIONED_BY = ("scenario", "strategy")
+
 # Keys every output row carries: which scenario, which phase of it, which strategy.
 RUN_KEYS = (
     StructField("scenario", STRING, False),

@@ -28,7 +28,7 @@ from rmqsim.stage.task_tables import TaskTables
 log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
-PARTITIONED_BY = ("scenario", "strategy")
+PARTITIONED_BY = schemas.PARTITIONED_BY
 # The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
 BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
 

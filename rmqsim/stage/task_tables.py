@@ -28,8 +28,8 @@ from pyspark.sql.types import StructType
 
 from rmqsim import metrics, schemas
 from rmqsim.output import partition_directory, partitions
+from rmqsim.schemas import PARTITIONED_BY
 
-PARTITIONED_BY = ("scenario", "strategy")
 CLIENT_TABLES = ("assignments", "group_metrics", "consumer_load")  # of the client rows
 MOVEMENT = "movement"  # of the routes, where a scenario has a second phase
 # Repeated on every queue of a client: dictionary-encoded, a gather of indices instead of strings.
