@@ -1,5 +1,6 @@
 """The Spark side of the stage: route rows partitioned so that every group arrives whole, and the
-mapInArrow adapters that run client_queues and movement over them."""
+mapInArrow adapters that run client_queues and movement over them, or have each task write its
+tables itself (stage.task_tables)."""
 
 from __future__ import annotations
 
