@@ -53,11 +53,20 @@ def unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, n
 
 
+def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One Arrow array, whatever chunks a table column came in."""
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def list_lengths(lists: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each list's length; a null list counts as empty."""
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(I64)
+
+
 def list_column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, pa.Array]:
     """An Arrow list column as (offsets from 0, flat values); a null list counts as empty."""
     column = batch.column(name)
-    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(I64)
-    return offsets(lengths), pc.list_flatten(column)
+    return offsets(list_lengths(column)), pc.list_flatten(column)
 
 
 def object_array(values: list) -> np.ndarray:

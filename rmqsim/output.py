@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from rmqsim.arrays import combined
 from rmqsim.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,7 @@ def partition_directory(keys: Iterable[tuple[str, str]]) -> str:
 
 def partitions(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> Iterator[tuple[tuple, pa.Table]]:
     """``rows`` split by the values of ``columns`` (strings), each part in its input order."""
-    encoded = [pc.dictionary_encode(rows.column(c)) for c in columns]
-    encoded = [e.combine_chunks() if isinstance(e, pa.ChunkedArray) else e for e in encoded]
+    encoded = [combined(pc.dictionary_encode(rows.column(c))) for c in columns]
     code = np.zeros(rows.num_rows, dtype=np.int64)
     for e in encoded:
         code = code * len(e.dictionary) + e.indices.to_numpy(zero_copy_only=False)

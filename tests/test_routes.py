@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqsim import schemas
-from rmqsim.javaorder import java_key, java_sorted
+from rmqsim.javaorder import java_key, java_order, java_sorted
 from rmqsim.snapshot.write import arrow_table
 from rmqsim.stage import routes
 from rmqsim.strategies import GroupBatch
@@ -127,7 +127,7 @@ _text = st.text(
 @given(st.lists(_text, min_size=1, max_size=12))
 def test_java_order_key_equals_utf16_code_unit_order(names) -> None:
     table = pa.table({"name": pa.array(names, pa.string())})
-    keys = routes.java_order(table["name"])
+    keys = java_order(table["name"])
     got = table.take(pc.sort_indices(pa.table({"key": keys}), sort_keys=[("key", "ascending")]))[
         "name"
     ].to_pylist()

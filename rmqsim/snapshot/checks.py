@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqsim.arrays import combined
 from rmqsim.schemas import MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 from rmqsim.snapshot.load import Snapshot
 from rmqsim.stage.routes import normalised
@@ -124,7 +125,7 @@ def _check_topic_queues(topic_queues: pa.Table, *, brokers: pa.Table) -> _Split:
                     " read queues and perm ",
                     _text(perm),
                 ),
-                prefer=[(_array(readable), "descending"), (_array(read), "descending")],
+                prefer=[(combined(readable), "descending"), (combined(read), "descending")],
             ),
         ],
     )
@@ -154,15 +155,15 @@ def _check_groups(
     )
     with_problem = pc.and_(first, pc.is_valid(problem))
     problems = pa.table(
-        {"group": _array(groups["group"]).filter(with_problem), "problem": problem.filter(with_problem)}
+        {"group": combined(groups["group"]).filter(with_problem), "problem": problem.filter(with_problem)}
     )
     return split, problems
 
 
 def _check_consumers(consumers: pa.Table, *, topic_queues: pa.Table, group_problems: pa.Table) -> _Split:
     """``topic_queues``: the kept rows (every topic with one has a route, perhaps an empty one)."""
-    at = pc.index_in(consumers["group"], value_set=_array(group_problems["group"]), skip_nulls=True)
-    problem = _array(group_problems["problem"]).take(_array(at))
+    at = pc.index_in(consumers["group"], value_set=combined(group_problems["group"]), skip_nulls=True)
+    problem = combined(group_problems["problem"]).take(combined(at))
     return _split(
         consumers,
         source="consumers",
@@ -248,7 +249,7 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
         strategy = normalised(pc.coalesce(groups["strategy"], "AVG"))
         known = pc.is_in(strategy, value_set=pa.array(list(STRATEGIES), pa.string()))
         problems.append(pc.if_else(known, _NULL, _concat("unknown strategy '", strategy, "'")))
-    return _array(pc.coalesce(*problems))
+    return combined(pc.coalesce(*problems))
 
 
 def _unknown_value(name: str, value, allowed: Sequence[str], *, lower: bool = False) -> pa.Array:
@@ -305,10 +306,10 @@ def _reasons(table: pa.Table, rules: Sequence[tuple[pa.Array, Reason] | _Repeat]
             bad = pa.array(_later(table, rule.key, broken, rule.prefer))
             text = rule.reason
         else:
-            bad, text = _array(pc.fill_null(rule[0], False)), rule[1]
+            bad, text = combined(pc.fill_null(rule[0], False)), rule[1]
         reason = pc.coalesce(reason, pc.if_else(bad, text, _NULL))
         broken |= bad.to_numpy(zero_copy_only=False)
-    return _array(reason)
+    return combined(reason)
 
 
 def _later(
@@ -370,7 +371,7 @@ def _count_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
 
 def _known(values, keys) -> pa.Array:
     """Whether each value is among ``keys``: a left join's match (a null one never is)."""
-    return pc.is_in(values, value_set=_array(pc.unique(keys)), skip_nulls=True)
+    return pc.is_in(values, value_set=combined(pc.unique(keys)), skip_nulls=True)
 
 
 def _concat(*parts) -> pa.Array:
@@ -381,10 +382,6 @@ def _concat(*parts) -> pa.Array:
 def _text(values) -> pa.Array:
     """An integer as Spark's cast to string writes it."""
     return pc.cast(values, pa.string())
-
-
-def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 # ------------------------------------------------------------------ names
@@ -398,7 +395,7 @@ _BLANK = "^[ \\t\\n\\x0B\\f\\r]*[\\x{85}\\x{2028}\\x{2029}]?$"
 
 def blank(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Whether each value is null or only white space: Java's ``^\\s*$`` (Spark's rlike): see _BLANK."""
-    return pc.fill_null(pc.match_substring_regex(_array(values), _BLANK), True)
+    return pc.fill_null(pc.match_substring_regex(combined(values), _BLANK), True)
 
 
 # ------------------------------------------------------------------ rows as Spark's to_json
@@ -412,7 +409,7 @@ def row_json(table: pa.Table) -> pa.Array:
     # A field followed by a comma, null where its value is; joined with nulls as "", and the last
     # comma cut. (null_handling="skip" drops the rows whose every input is null, in pyarrow 26.)
     fields = [
-        pc.binary_join_element_wise(f'"{name}":', _json_value(_array(column)), ",", "")
+        pc.binary_join_element_wise(f'"{name}":', _json_value(combined(column)), ",", "")
         for name, column in zip(table.column_names, table.columns)
     ]
     body = pc.binary_join_element_wise(*fields, "", null_handling="replace", null_replacement="")

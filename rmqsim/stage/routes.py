@@ -18,6 +18,9 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema  # a type mapping only: no session, no job
 
 from rmqsim import schemas
+from rmqsim.arrays import combined, list_lengths
+from rmqsim.arrays import offsets as csr_offsets
+from rmqsim.javaorder import java_order
 
 # RocketMQ PermName bits.
 PERM_READ = 4
@@ -48,45 +51,7 @@ BACKLOGS = _list(
 STRATEGIES = _list(pa.string(), nullable=False)
 
 
-# ------------------------------------------------------------------ Java order
-
-
-def java_order(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """A key whose byte order is java.lang.String.compareTo's (UTF-16 code units); null stays null.
-
-    UTF-8 bytes order strings by code point, and Java's order differs only where a character
-    outside the BMP (a surrogate pair, 0xD800..0xDFFF in UTF-16) meets one in U+E000..U+FFFF:
-    Java puts the pair first. UTF-8 starts those, and only those, with the bytes 0xEE and 0xEF
-    (a continuation byte is 0x80..0xBF); moved to 0xF5 and 0xF6, which UTF-8 never uses, they
-    sort after every 4-byte character (0xF0..0xF4) and keep their order among themselves. Without
-    a 4-byte character a string is its own key."""
-    array = _array(values)
-    large = pa.types.is_large_string(array.type)
-    _, offsets, data = array.buffers()
-    if data is None:
-        return array
-    at = np.frombuffer(offsets, dtype=np.int64 if large else np.int32)[
-        array.offset : array.offset + len(array) + 1
-    ]
-    raw = np.frombuffer(data, dtype=np.uint8)[at[0] : at[-1]]
-    if not (raw >= 0xF0).any():
-        return array
-    raw = raw.copy()
-    raw[raw == 0xEE] = 0xF5
-    raw[raw == 0xEF] = 0xF6
-    keys = pa.Array.from_buffers(
-        pa.large_binary() if large else pa.binary(),
-        len(array),
-        [None, pa.py_buffer(at - at[0]), pa.py_buffer(raw)],
-    )
-    return pc.if_else(array.is_valid(), keys, pa.scalar(None, keys.type)) if array.null_count else keys
-
-
 # ------------------------------------------------------------------ group, join
-
-
-def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _run_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
@@ -95,7 +60,7 @@ def _run_starts(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
     new = np.zeros(rows.num_rows, dtype=bool)
     new[:1] = True
     for key in keys:
-        column = _array(rows[key])
+        column = combined(rows[key])
         after, before = column[1:], column[:-1]
         differs = pc.fill_null(pc.not_equal(after, before), pc.not_equal(after.is_null(), before.is_null()))
         new[1:] |= differs.to_numpy(zero_copy_only=False)
@@ -128,7 +93,7 @@ def _collect(
         rows = rows.filter(kept)
     out = table.select(keys).take(at.take(pa.array(starts, pa.int64())))
     for name, column in lists.items():
-        values = _array(rows[column])
+        values = combined(rows[column])
         out = out.append_column(
             name, pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, type=_list(values.type))
         )
@@ -153,17 +118,13 @@ def _numbered(table: pa.Table, keys: Sequence[str], name: str) -> pa.Table:
 
 
 def _offsets(lengths: np.ndarray) -> pa.Array:
-    return pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32())
-
-
-def _lengths(lists: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return pa.array(csr_offsets(lengths), pa.int32())
 
 
 def _or_empty(lists: pa.Array | pa.ChunkedArray, type: pa.ListType) -> pa.Array:
     """coalesce(lists, array()): a null list becomes an empty one."""
-    lists = _array(lists)
-    return pa.ListArray.from_arrays(_offsets(_lengths(lists)), pc.list_flatten(lists), type=type)
+    lists = combined(lists)
+    return pa.ListArray.from_arrays(_offsets(list_lengths(lists)), pc.list_flatten(lists), type=type)
 
 
 def _repeated(values: Sequence[str], rows: int, type: pa.ListType) -> pa.Array:
@@ -176,7 +137,7 @@ def _repeated(values: Sequence[str], rows: int, type: pa.ListType) -> pa.Array:
 def _select(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table``'s columns of ``schema``, as its types. (Arrow casts no null struct to a struct
     whose fields hold no null, not even to its own type: an equal type is left alone.)"""
-    columns = [_array(table[f.name]) for f in schema]
+    columns = [combined(table[f.name]) for f in schema]
     return pa.Table.from_arrays(
         [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, schema)], schema=schema
     )
@@ -268,7 +229,7 @@ def configured_queues(queue_config: pa.Table) -> pa.Table:
     keys = ["group", "topic", "client_id"]
     entries = queue_config.group_by([*keys, "broker_name", "queue_id"], use_threads=False).aggregate([])
     queue = pa.StructArray.from_arrays(
-        [_array(entries["broker_name"]), _array(entries["queue_id"])], fields=list(QUEUE_REF)
+        [combined(entries["broker_name"]), combined(entries["queue_id"])], fields=list(QUEUE_REF)
     )
     entries = entries.append_column("_queue", queue)
     entries = entries.append_column("_key", java_order(entries["broker_name"]))
@@ -325,7 +286,7 @@ def normalised(names: pa.Array | pa.ChunkedArray) -> pa.Array:
     Spark's trim), upper case. Arrow's upper case maps a character to one character; Java's, like
     Python's, may make several of it (ß: SS), so names that are not all ASCII take Python's, once
     per distinct name."""
-    trimmed = pc.utf8_trim(_array(names), " ")
+    trimmed = pc.utf8_trim(combined(names), " ")
     if pc.all(pc.string_is_ascii(trimmed)).as_py() is not False:  # null: no name at all
         return pc.ascii_upper(trimmed)
     encoded = pc.dictionary_encode(trimmed)
@@ -376,7 +337,7 @@ def with_strategies(
     joined = _left_join(client_lists, params, [*by, "group"])
     rows = joined.num_rows
     if strategies is None:
-        configured = _array(pc.coalesce(joined["_strategy"], "AVG"))
+        configured = combined(pc.coalesce(joined["_strategy"], "AVG"))
         requested = pa.ListArray.from_arrays(_offsets(np.ones(rows, np.int64)), configured, type=STRATEGIES)
     else:
         requested = _repeated(strategies, rows, STRATEGIES)
@@ -400,10 +361,10 @@ def _balancing(joined: pa.Table, *, null: bool) -> pa.Array:
     ``null``: every row null, over fields that hold values (Spark's types say they hold no null)."""
     return pa.StructArray.from_arrays(
         [
-            _array(pc.coalesce(joined["_rebalance"], "CLIENT")),
-            _array(pc.fill_null(pc.equal(joined["_request_mode"], "POP"), False)),
-            _array(pc.coalesce(joined["_pop_share_queue_num"], pa.scalar(-1, pa.int32()))),
-            _array(pc.fill_null(joined["_consume_orderly"], False)),
+            combined(pc.coalesce(joined["_rebalance"], "CLIENT")),
+            combined(pc.fill_null(pc.equal(joined["_request_mode"], "POP"), False)),
+            combined(pc.coalesce(joined["_pop_share_queue_num"], pa.scalar(-1, pa.int32()))),
+            combined(pc.fill_null(joined["_consume_orderly"], False)),
         ],
         fields=list(BALANCING),
         mask=pa.array(np.full(joined.num_rows, null)),
@@ -418,9 +379,9 @@ def queue_backlogs(offsets: pa.Table) -> pa.Table:
     order (Spark's collect_list keeps no order across partitions; the stage looks queues up)."""
     behind = pc.subtract_checked(offsets["broker_offset"], offsets["consumer_offset"])
     backlog = pc.max_element_wise(behind, pa.scalar(0, pa.int64()), skip_nulls=True).cast(pa.int64())
-    queue_id = _array(offsets["queue_id"].cast(pa.int32()))
+    queue_id = combined(offsets["queue_id"].cast(pa.int32()))
     entry = pa.StructArray.from_arrays(
-        [_array(offsets["broker_name"]), queue_id, _array(backlog)], fields=list(BACKLOGS.value_type)
+        [combined(offsets["broker_name"]), queue_id, combined(backlog)], fields=list(BACKLOGS.value_type)
     )
     entries = pa.table(
         {
@@ -450,7 +411,7 @@ REASONS = {
 
 def _needs(df: pa.Table) -> dict[str, pa.Array]:
     """Per row, whether it has what each of REASONS' strategies needs (null as Spark has it)."""
-    configs = _array(df["client_configs"])
+    configs = combined(df["client_configs"])
     listed = pc.list_flatten(configs).is_valid().to_numpy(zero_copy_only=False)
     configured = np.bincount(pc.list_parent_indices(configs).to_numpy()[listed], minlength=len(configs)) > 0
     # A (topic, group) every client left (phases.with_left_subscriptions) has none to configure.
@@ -465,7 +426,7 @@ def _needs(df: pa.Table) -> dict[str, pa.Array]:
 
 def _all_rooms(rooms: pa.Array | pa.ChunkedArray) -> pa.Array:
     """forall(rooms, r -> r is not null and r != ''); null for a null list."""
-    rooms = _array(rooms)
+    rooms = combined(rooms)
     named = pc.fill_null(pc.not_equal(pc.list_flatten(rooms), ""), False).to_numpy(zero_copy_only=False)
     unnamed = np.bincount(pc.list_parent_indices(rooms).to_numpy()[~named], minlength=len(rooms))
     return pc.if_else(rooms.is_valid(), pa.array(unnamed == 0), pa.scalar(None, pa.bool_()))
@@ -475,13 +436,15 @@ def _split_strategies(df: pa.Table) -> tuple[pa.Array, pa.Array]:
     """(strategies, skipped): when strategies are compared, those the row lacks the configuration
     for leave ``strategies`` for ``skipped``, with the reason. Spark's three-valued logic holds: a
     strategy whose test is null is in neither (no input here gives one)."""
-    named = _array(df["strategies"])
+    named = combined(df["strategies"])
     row = pc.list_parent_indices(named)
     flat = pc.list_flatten(named)
     runnable = pa.array(np.ones(len(flat), bool))
     for strategy, can in _needs(df).items():
-        runnable = pc.if_else(pc.fill_null(pc.equal(flat, strategy), False), _array(can).take(row), runnable)
-    skip = pc.and_kleene(_array(df["compare"]).take(row), pc.invert(runnable))
+        runnable = pc.if_else(
+            pc.fill_null(pc.equal(flat, strategy), False), combined(can).take(row), runnable
+        )
+    skip = pc.and_kleene(combined(df["compare"]).take(row), pc.invert(runnable))
     reasons = pa.array(list(REASONS.values()), pa.string()).take(pc.index_in(flat, pa.array(list(REASONS))))
     entry = pa.StructArray.from_arrays([flat, reasons], fields=list(ROUTES.field("skipped").type.value_type))
 

@@ -70,7 +70,7 @@ def flagged_rows(client_queues: pa.RecordBatch, table: str) -> pa.Table:
     """group_metrics' or consumer_load's file columns of schemas.CLIENT_QUEUES rows: the rows
     metrics.CLIENT_ROW_TABLES flags, its columns renamed."""
     flag, columns = metrics.CLIENT_ROW_TABLES[table]
-    rows = pa.Table.from_batches([client_queues]).filter(client_queues.column(flag))
+    rows = client_queues.filter(client_queues.column(flag))
     schema = FILE_SCHEMAS[table]
     return pa.table({name: rows.column(columns.get(name, name)) for name in schema.names})
 
