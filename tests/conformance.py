@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 CONFORMANCE = Path(__file__).parent / "data" / "conformance"
 
 
@@ -77,3 +79,40 @@ def assert_single_call(r: dict, name: str, params: dict | None = None) -> None:
         assert str(raised.value) == r["error_message"], r["case_id"]
     else:
         assert strategies.allocate_one(*call) == queues(r["result"]), r["case_id"]
+
+
+def route_rows(recs: list[dict]) -> tuple[dict, np.ndarray]:
+    """The routes of producer ROUTE-style records as the publish-list builders take them, record i
+    being topic i: (keyword arguments, master_empty per QueueData). A QueueData's master is key "0"
+    in the brokerAddrs of the first BrokerData with its name."""
+    names = ("topic", "broker_name", "write_queue_nums", "perm", "has_master")
+    columns: dict[str, list] = {k: [] for k in names}
+    master_empty = []
+    for i, r in enumerate(recs):
+        first: dict[str, dict] = {}
+        for broker_data in r["route"]["brokerDatas"]:
+            first.setdefault(broker_data["brokerName"], broker_data["brokerAddrs"] or {})
+        for queue_data in r["route"]["queueDatas"]:
+            addrs = first.get(queue_data["brokerName"], {})
+            columns["topic"].append(i)
+            columns["broker_name"].append(queue_data["brokerName"])
+            columns["write_queue_nums"].append(queue_data["writeQueueNums"])
+            columns["perm"].append(queue_data["perm"])
+            columns["has_master"].append("0" in addrs)
+            master_empty.append(addrs.get("0") == "")
+    kwargs = {k: np.array(v, dtype=object if k == "broker_name" else None) for k, v in columns.items()}
+    kwargs["n_topics"] = len(recs)
+    kwargs["order_topic_conf"] = [r["route"]["orderTopicConf"] for r in recs]
+    return kwargs, np.array(master_empty, dtype=bool)
+
+
+def failing(check, recs: list[dict]) -> list[str]:
+    """Runs ``check(record)`` on every record, one test for a whole file: the case ids whose
+    assertions failed, with the failure (an empty list when every record passes)."""
+    failed = []
+    for r in recs:
+        try:
+            check(r)
+        except AssertionError as error:
+            failed.append(f"{r['case_id']}: {error}")
+    return failed
