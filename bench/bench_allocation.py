@@ -39,7 +39,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from rmqsim import config, session, simulate
-from rmqsim.stage import spark as stage
+from rmqsim.stage import tasks
 
 
 def stage_job(
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out, floor_out = workdir / "allocation-out", workdir / "allocation-floor"
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
     built = simulate.build_group_routes(spark, cfg)
-    staged = stage.partition_by_group(
+    staged = tasks.partition_by_group(
         spark.createDataFrame(built.group_routes),
         partitions=simulate.allocation_partitions(spark, cfg),
         absent=built.absent,

@@ -39,10 +39,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pyspark.sql import DataFrame, SparkSession
 
-from rmqsim import config, session, simulate
+from rmqsim import config, schemas, session, simulate
+from rmqsim.sink import open_sink
 from rmqsim.snapshot import synthetic, write
-from rmqsim.stage import spark as stage
-from rmqsim.stage.task_tables import TaskTables
+from rmqsim.stage import tasks
 
 MASTER = "local[2]"
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE")
@@ -107,7 +107,7 @@ def assignments_only_job(
     def job() -> tuple[float, float]:
         start = time.perf_counter()
         built = simulate.build_group_routes(spark, cfg)
-        staged = stage.partition_by_group(
+        staged = tasks.partition_by_group(
             spark.createDataFrame(built.group_routes),
             partitions=simulate.allocation_partitions(spark, cfg),
             absent=built.absent,
@@ -126,10 +126,9 @@ def assignments_only_job(
 def write_client_tables(staged: DataFrame, out: Path) -> None:
     """The allocation stage as simulate runs it on a local output: the Python pass over the
     checkpointed routes, each task writing its assignments, group_metrics and consumer_load into
-    ``out`` (stage.task_tables), in one Spark job."""
-    tables = TaskTables.empty(str(out), movement=False)
-    stage.task_tables(staged, tables).write.format("noop").mode("overwrite").save()
-    tables.complete()
+    ``out`` (the arrow sink), in one Spark job."""
+    sink = open_sink(staged.sparkSession, str(out), staged=False)
+    sink.run_stage(staged, ("assignments", "group_metrics", "consumer_load"))
 
 
 def local_conf(overrides: Sequence[str]) -> dict[str, str]:
@@ -147,7 +146,7 @@ def arrow_floor_job(source: Path, dest: Path) -> Job:
     for runs whose tasks write their tables with pyarrow, as simulate's do on a local output."""
 
     def job() -> None:
-        hive = ds.partitioning(pa.schema([(c, pa.string()) for c in simulate.PARTITIONED_BY]), flavor="hive")
+        hive = ds.partitioning(pa.schema([(c, pa.string()) for c in schemas.PARTITIONED_BY]), flavor="hive")
         table = ds.dataset(str(source), format="parquet", partitioning=hive).to_table()
         ds.write_dataset(
             table, str(dest), format="parquet", partitioning=hive, existing_data_behavior="delete_matching"

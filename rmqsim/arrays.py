@@ -86,8 +86,8 @@ def factorize(values: Strings) -> np.ndarray:
     return codes.astype(I64) + 1
 
 
-def blank(values: Strings) -> np.ndarray:
-    """True where a string is null or empty."""
+def null_or_empty(values: Strings) -> np.ndarray:
+    """True where a string is null or empty (Java's StringUtils.isEmpty, which the strategies run)."""
     if isinstance(values, pa.Array):
         return pc.fill_null(pc.equal(pc.utf8_length(values), 0), True).to_numpy(zero_copy_only=False)
     return pd.Series(values, dtype=object).fillna("").eq("").to_numpy()

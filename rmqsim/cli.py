@@ -11,9 +11,13 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from rmqsim.errors import InputError
+
+if TYPE_CHECKING:  # the commands import what they need when they run: --help stays quick
+    from rmqsim.mqadmin.importer import PerGroup, RequestMode
 
 log = logging.getLogger("rmqsim")
 
@@ -233,7 +237,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
-    from rmqsim import config, output, simulate
+    from rmqsim import config, simulate
     from rmqsim.reporting import text
 
     cfg = config.SimulateConfig(
@@ -244,12 +248,13 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         mode=getattr(args, "mode", "overwrite"),
         partitions=getattr(args, "partitions", None),
     )
+    from rmqsim.sink.directory import RunDirectory
     from rmqsim.snapshot.load import check_layout
 
     simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
     if not _remote(args):  # through Spark Connect the paths are the server's
         check_layout(snapshot)
-        output.RunOutput.check_mode(args.out, cfg.mode)
+        RunDirectory.check_mode(args.out, cfg.mode)
     spark = _session(args)
     result = simulate.run(spark, cfg)
     if result.comparison:
@@ -311,17 +316,113 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ import-mqadmin's flags
+
+T = TypeVar("T")
+
+
+def _per_group(values: Sequence[str], flag: str, form: str, read: Callable[[str, str], T]) -> PerGroup[T]:
+    """A repeatable flag's ``GROUP=VALUE`` and ``VALUE`` arguments, each value read by ``read``
+    (given the value and the whole argument, for messages); the last one for a group wins."""
+    from rmqsim.mqadmin.importer import PerGroup
+
+    default, by_group = None, {}
+    for value in values:
+        group, sep, raw = value.rpartition("=")
+        parsed = read(raw.strip(), value)
+        if not sep:
+            default = parsed
+        elif not group.strip():
+            raise InputError("arguments", flag, f"expected GROUP={form} or {form}, got {value!r}")
+        else:
+            by_group[group.strip()] = parsed
+    return PerGroup(default, by_group)
+
+
+def _strategy(name: str, value: str) -> str:
+    from rmqsim.strategies import STRATEGIES
+
+    name = name.upper()
+    if name not in STRATEGIES:
+        raise InputError(
+            "arguments",
+            "--strategy",
+            f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
+        )
+    return name
+
+
+def _rebalance(name: str, value: str) -> str:
+    from rmqsim import schemas
+
+    rebalances = tuple(r.lower() for r in schemas.REBALANCES)  # as the contract spells them
+    if name.lower() not in rebalances:
+        raise InputError(
+            "arguments",
+            "--rebalance",
+            f"unknown rebalance {name!r} in {value!r}; choose from {', '.join(rebalances)}",
+        )
+    return name.lower()
+
+
+def _request_mode(text: str, value: str) -> RequestMode:
+    from rmqsim import schemas
+    from rmqsim.mqadmin.importer import RequestMode
+
+    mode, sep, number = text.partition(":")
+    mode = mode.strip().upper()
+    if mode not in schemas.REQUEST_MODES:
+        raise InputError(
+            "arguments",
+            "--request-mode",
+            f"unknown request mode {mode!r} in {value!r}; choose from PULL, POP or POP:N",
+        )
+    if not sep:
+        return RequestMode(mode)
+    if mode != "POP":
+        raise InputError("arguments", "--request-mode", f"only POP takes a number (POP:N), got {value!r}")
+    try:
+        n = int(number.strip())
+    except ValueError:
+        n = None
+    if n is None or not -(2**31) <= n < 2**31:
+        raise InputError(
+            "arguments",
+            "--request-mode",
+            f"POP:N takes a whole number N (pop_share_queue_num), got {number.strip()!r} in {value!r}",
+        )
+    return RequestMode(mode, n)
+
+
+def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
+    parsed = _per_group(values, "--strategy", "NAME", _strategy)
+    return parsed.default, dict(parsed.by_group)
+
+
+def parse_rebalances(values: Sequence[str]) -> PerGroup[str]:
+    """``--rebalance`` values: ``GROUP=broker`` (client, broker or proxy, any case) for one group,
+    a bare value for every other group; written in lower case, as the contract spells them."""
+    return _per_group(values, "--rebalance", "client|broker|proxy", _rebalance)
+
+
+def parse_request_modes(values: Sequence[str]) -> PerGroup[RequestMode]:
+    """``--request-mode`` values: ``GROUP=POP:N``, ``GROUP=POP`` or ``GROUP=PULL`` for one group, a
+    bare value for every other group."""
+    return _per_group(values, "--request-mode", "PULL|POP[:N]", _request_mode)
+
+
 def _import_mqadmin(args: argparse.Namespace) -> int:
     from rmqsim.mqadmin import importer
 
-    default, by_group = importer.parse_strategies(args.strategy)
+    default, by_group = parse_strategies(args.strategy)
     imported = importer.import_mqadmin(
         args.in_dir,
         args.out,
         default_strategy=default,
         strategies=by_group,
-        rebalance=importer.parse_rebalances(args.rebalance),
-        request_mode=importer.parse_request_modes(args.request_mode),
+        rebalance=parse_rebalances(args.rebalance),
+        request_mode=parse_request_modes(args.request_mode),
     )
     print(", ".join(f"{table}: {n} rows" for table, n in imported.counts.items()) + f" in {args.out}")
     print("formats: " + "; ".join(f"{cmd} {', '.join(f)}" for cmd, f in imported.formats.items()))

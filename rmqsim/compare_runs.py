@@ -1,14 +1,14 @@
-"""Check that a refactor changed nothing rmqsim computes: every table of two runs must be equal.
-
-Run the old code and the new code on the same input, then compare the two output directories:
+"""Two runs' tables compared: the proof that a change left what rmqsim computes as it was, and that
+both sinks write the same tables. The tests call ``compare_runs``; bench/compare_runs.py is its
+command line:
 
     python bench/compare_runs.py OLD_RUN NEW_RUN [--float-tolerance 0] [--show 5]
 
 Each Parquet dataset in a run directory is a table (hive partitions `scenario=.../strategy=...` are read as
 strings); charts/, report.html and other files are skipped, hidden and _underscore entries ignored. Tables
-are compared by schema (names and types, in order) and by rows as a multiset: row order and part-file
-layout do not matter, values must be equal (null equals null, NaN equals NaN, floats exactly unless
---float-tolerance; nested values compare by their canonical JSON). A column the new code adds to a
+are compared by schema (names, types and nullability, in order) and by rows as a multiset: row order and
+part-file layout do not matter, values must be equal (null equals null, NaN equals NaN, floats exactly
+unless --float-tolerance; nested values compare by their canonical JSON). A column the new code adds to a
 table (a contract extension) is left out with --new-column TABLE.COLUMN. Exit 0 if every table is equal, 1 if
 any differs, 2 on usage errors.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,9 +49,12 @@ def read_table(path: Path) -> pa.Table | None:
 
 
 def schema_diff(old: pa.Schema, new: pa.Schema) -> str | None:
-    if [(f.name, f.type) for f in old] == [(f.name, f.type) for f in new]:
+    def described(schema: pa.Schema) -> dict[str, str]:
+        return {f.name: f"{f.type}{'' if f.nullable else ' not null'}" for f in schema}
+
+    old_types, new_types = described(old), described(new)
+    if list(old_types.items()) == list(new_types.items()):
         return None
-    old_types, new_types = {f.name: f.type for f in old}, {f.name: f.type for f in new}
     gone, added = [n for n in old.names if n not in new_types], [n for n in new.names if n not in old_types]
     retyped = [f"{n} {t} -> {new_types[n]}" for n, t in old_types.items() if new_types.get(n, t) != t]
     parts = [
@@ -64,7 +67,7 @@ def schema_diff(old: pa.Schema, new: pa.Schema) -> str | None:
 
 def canonical(table: pa.Table) -> pa.Table:
     """Nested columns (lists, structs, maps) as canonical JSON strings, so every column sorts and groups;
-    all columns nullable, as Spark's nullability flags are not values (and would stop concatenation)."""
+    all columns nullable (schema_diff has compared the flags), so that the rows concatenate."""
     table = table.cast(pa.schema([field.with_nullable(True) for field in table.schema]))
     for i, field in enumerate(table.schema):
         if pa.types.is_nested(field.type):
@@ -144,6 +147,39 @@ def report(
     return reason is None, [line + ("equal" if reason is None else f"DIFFERENT ({reason})"), *examples]
 
 
+@dataclass(frozen=True)
+class TableResult:
+    name: str
+    equal: bool
+    lines: list[str]  # its result line, then example rows found in one run only
+
+
+def compare_runs(
+    old_run: Path,
+    new_run: Path,
+    *,
+    float_tolerance: float = 0.0,
+    show: int = 5,
+    new_columns: Sequence[str] = (),
+    tables: Sequence[str] | None = None,
+) -> list[TableResult]:
+    """Every table of either run (or ``tables``), compared. ``new_columns``: TABLE.COLUMN the new
+    run adds, left out of the comparison."""
+    args = argparse.Namespace(float_tolerance=float_tolerance, show=show)
+    runs = (Path(old_run), Path(new_run))
+    names = sorted({p.name for run in runs for p in run.iterdir() if visible(p, run)})
+    found = [n for n in names if any(next(data_files(run / n), None) for run in runs)]
+    results = []
+    for name in found if tables is None else tables:
+        new = read_table(runs[1] / name)
+        added = [c.split(".", 1)[1] for c in new_columns if c.split(".", 1)[0] == name]
+        if new is not None and added:
+            new = new.drop_columns([c for c in added if c in new.column_names])
+        equal, lines = report(name, read_table(runs[0] / name), new, args)
+        results.append(TableResult(name, equal, lines))
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old_run", type=Path)
@@ -158,25 +194,16 @@ def main(argv: list[str] | None = None) -> int:
         help="a column the new run adds (a contract extension): compared without it; repeatable",
     )
     args = parser.parse_args(argv)
-    runs = (args.old_run, args.new_run)
-    if missing := [str(run) for run in runs if not run.is_dir()]:
+    if missing := [str(run) for run in (args.old_run, args.new_run) if not run.is_dir()]:
         parser.error(f"not a directory: {', '.join(missing)}")  # exits 2
-    names = sorted({p.name for run in runs for p in run.iterdir() if visible(p, run)})
-    tables = [n for n in names if any(next(data_files(run / n), None) for run in runs)]
     print(f"{'table':<20}  {'rows_old':>9}  {'rows_new':>9}  result")
-    all_equal = True
-    for name in tables:
-        new = read_table(args.new_run / name)
-        added = [c.split(".", 1)[1] for c in args.new_column if c.split(".", 1)[0] == name]
-        if new is not None and added:
-            new = new.drop_columns([c for c in added if c in new.column_names])
-        equal, lines = report(name, read_table(args.old_run / name), new, args)
-        all_equal &= equal
-        print("\n".join(lines), flush=True)
-    if skipped := [n + "/" * any((run / n).is_dir() for run in runs) for n in names if n not in tables]:
-        print("skipped (not tables): " + ", ".join(skipped))
-    return 0 if all_equal else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    results = compare_runs(
+        args.old_run,
+        args.new_run,
+        float_tolerance=args.float_tolerance,
+        show=args.show,
+        new_columns=args.new_column,
+    )
+    for result in results:
+        print("\n".join(result.lines), flush=True)
+    return 0 if all(r.equal for r in results) else 1

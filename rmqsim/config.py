@@ -94,6 +94,9 @@ class SimulateConfig:
     mode: str = "overwrite"
     # Python tasks of the allocation stage; default 2 per core, fewer for a small fleet.
     partitions: int | None = None
+    # Who writes the tables (rmqsim.sink): None chooses by where the run is; "spark" makes Spark
+    # write them anywhere (the tests run every simulate test on both).
+    sink: str | None = None
 
     def __post_init__(self) -> None:
         if self.partitions is not None and self.partitions < 1:
@@ -106,4 +109,5 @@ class SimulateConfig:
         return (
             f"snapshot={self.snapshot} out={self.out} strategies={strategies} "
             f"scenarios={self.scenarios} mode={self.mode} partitions={self.partitions or 'auto'}"
+            + (f" sink={self.sink}" if self.sink else "")
         )

@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
 from rmqsim import schemas
-from rmqsim.snapshot.checks import row_json
+from rmqsim.snapshot.text import row_json
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
@@ -195,7 +195,7 @@ def _conformed(table: pa.Table, schema: StructType) -> pa.Table:
 
 def _last_phases(summary: pa.Table) -> pa.Table:
     return (
-        summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns(["scenario", "last_phase"])
+        summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns({"phase_max": "last_phase"})
     )
 
 
@@ -206,10 +206,10 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
     last = _last_phases(summary)
     phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
-    before = before.rename_columns([*SCENARIO_STRATEGY, *[f"{c}_before" for c in COMPARED]])
+    before = before.rename_columns({c: f"{c}_before" for c in COMPARED})
     after = phases.filter(pc.equal(phases["phase"], phases["last_phase"]))
     after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
-    after = after.rename_columns([*SCENARIO_STRATEGY, "last_phase", *[f"{c}_after" for c in COMPARED]])
+    after = after.rename_columns({c: f"{c}_after" for c in COMPARED})
 
     moved = movement.join(last, "scenario", join_type="inner")
     whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
@@ -237,8 +237,9 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
         {
             **{c: moves[c] for c in SCENARIO_STRATEGY},
             **{c: moves[f"{c}_sum"] for c in sums},
+            "min_moves": _where(complete, moves["min_moves_sum"]),
         }
-    ).set_column(4, "min_moves", _where(complete, moves["min_moves_sum"]))
+    )
     out = before.join(after, SCENARIO_STRATEGY, join_type="full outer").join(
         moves, SCENARIO_STRATEGY, join_type="left outer"
     )
@@ -279,8 +280,9 @@ def exposure(split_brain: pa.Table) -> pa.Table:
 
 
 def rounded(values: np.ndarray, places: int) -> np.ndarray:
-    """Spark's round() of doubles: half up on the decimal that prints the double. A double is at
-    or past the half-way decimal exactly when it is at or past that decimal's nearest double."""
+    """Doubles rounded half up on the decimal that prints them (0.0125 to 0.013, which numpy's
+    round, working on the binary value, makes 0.012). A double is at or past the half-way decimal
+    exactly when it is at or past that decimal's nearest double."""
     scale = 10.0**places
     low = np.floor(values * scale)
     halfway = (2 * low + 1) / (2 * scale)
@@ -301,11 +303,11 @@ def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) 
     phases would pass for phases without moves). A group with no such strategy has no winner."""
     per_strategy = _per_strategy(group_metrics)
     worst = load.group_by(["group", "strategy"]).aggregate([("max_over_mean", "max")])
-    worst = worst.rename_columns(["group", "strategy", "worst_max_over_mean"])
+    worst = worst.rename_columns({"max_over_mean_max": "worst_max_over_mean"})
     step = pc.equal(movement["to_phase"], pc.add(movement["from_phase"], 1))
     moves = movement.filter(step).group_by(["group", "strategy"]).aggregate([("moved", "sum")])
     per_strategy = per_strategy.join(worst, ["group", "strategy"], join_type="left outer")
-    moves = moves.rename_columns(["group", "strategy", "moved"])
+    moves = moves.rename_columns({"moved_sum": "moved"})
     return _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
 
 
@@ -352,7 +354,7 @@ def _per_strategy(group_metrics: pa.Table) -> pa.Table:
             "most_queues": out["queue_count_max"],
             "pop_idle_consumers": out["pop_idle_consumers_max"],
             "pop_max_message_share": out["pop_max_message_share_max"],
-            # (sum / scenarios) as a long: truncated, as Spark casts a double
+            # (sum / scenarios) as a long: truncated
             **{
                 c: pc.cast(pc.trunc(pc.divide(pc.cast(out[f"{c}_sum"], pa.float64()), scenarios)), pa.int64())
                 for c in one_library
@@ -382,12 +384,12 @@ def _best_per_group(per_strategy: pa.Table) -> pa.Table:
     best = _firsts(eligible, ["balance", "moved", "strategy"]).select(
         ["group", "strategy", "balance", "one_library_multi_owned", "one_library_unassigned"]
     )
-    best = best.rename_columns(["group", "best_balance", "best_max_over_mean", *best.column_names[3:]])
+    best = best.rename_columns({"strategy": "best_balance", "balance": "best_max_over_mean"})
     fewest = _firsts(eligible, ["moved", "balance", "strategy"]).select(["group", "strategy", "moved"])
-    fewest = fewest.rename_columns(["group", "fewest_moves", "fewest_moved"])
+    fewest = fewest.rename_columns({"strategy": "fewest_moves", "moved": "fewest_moved"})
     figures = ("consumers", "most_queues", "pop_idle_consumers", "pop_max_message_share")
     groups = table.group_by("group").aggregate([(c, "max") for c in figures])
-    groups = groups.rename_columns(["group", *figures])
+    groups = groups.rename_columns({f"{c}_max": c for c in figures})
     out = groups.join(best, "group").join(fewest, "group").sort_by("group")
     best_balance = out["best_max_over_mean"]
     pop_idle = out["pop_idle_consumers"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema  # a type mapping only: no session, no job
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -100,6 +102,10 @@ GROUPS = TableSpec(
     ),
 )
 
+# RocketMQ PermName's bits (topic_queues.perm).
+PERM_WRITE = 2
+PERM_READ = 4
+
 MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")  # groups.message_model, trimmed, any case
 REBALANCES = ("CLIENT", "BROKER", "PROXY")  # groups.rebalance, trimmed, any case; null: CLIENT
 REQUEST_MODES = ("PULL", "POP")  # groups.request_mode, trimmed, any case; null: PULL
@@ -153,6 +159,8 @@ SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONF
 
 # The partition columns of the partitioned output tables, in directory order (docs/CONTRACT.md, 4).
 PARTITIONED_BY = ("scenario", "strategy")
+# The key of every table with a row per phase: which scenario, which phase of it.
+PHASE = ("scenario", "phase")
 
 # Keys every output row carries: which scenario, which phase of it, which strategy.
 RUN_KEYS = (
@@ -296,25 +304,17 @@ GROUP_METRIC_FIELDS = (
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
 
-# One row per (scenario, phase, strategy, topic, group, distinct client), carrying its own
-# fleet-wide load and, on the group's first row only (null on the others), its group's metrics:
-# group_metrics and consumer_load are row filters of it.
-CLIENT_QUEUES = StructType(
+# What the allocation stage hands a sink for assignments: one row per (scenario, phase, strategy,
+# topic, group, client) that holds a queue, with its queues as a list in the order the strategy
+# returned them. A sink explodes the lists into ASSIGNMENTS' rows (one per queue) itself: shipped
+# out of Python one row per queue, they cost more than the allocation.
+CLIENT_ASSIGNMENTS = StructType(
     [
         *RUN_KEYS,
         *TOPIC_GROUP,
-        StructField("client_id", STRING, True),  # null: a (topic, group) every client left
-        StructField("queues", LONG, False),  # in this topic
-        *(StructField(f.name, f.dataType, True) for f in GROUP_METRIC_FIELDS),
-        StructField("client_topics", LONG, False),  # topics of this group the client reads
-        StructField("client_queues", LONG, False),  # queues over those topics
-        StructField("client_backlog", LONG, True),  # backlog over those topics; null without offsets
-        StructField("client_message_share", DOUBLE, False),  # its share of those topics' messages
-        StructField("client_backlog_share", DOUBLE, True),  # and of their backlog; null without offsets
-        StructField("first_in_group", BOOLEAN, False),  # one row per (topic, group): its metrics
-        StructField("first_in_client", BOOLEAN, False),  # one row per (group, client) has it
-        StructField("owned", ArrayType(OWNED_QUEUE, False), False),  # in the strategy's order
-        StructField("computed_by", STRING, True),  # null: a (topic, group) every client left
+        StructField("client_id", STRING, False),
+        StructField("computed_by", STRING, False),
+        StructField("owned", ArrayType(OWNED_QUEUE, False), False),
     ]
 )
 
@@ -373,7 +373,7 @@ SUMMARY = StructType(
     ]
 )
 
-# One row per (scenario, strategy, topic, group, from_phase, to_phase): see rmqsim.movement.
+# One row per (scenario, strategy, topic, group, from_phase, to_phase): see rmqsim.stage.movement.
 MOVEMENT = StructType(
     [
         StructField("scenario", STRING, False),
@@ -500,7 +500,51 @@ VALIDATION = StructType(
         StructField("matched", LONG, False),
         StructField("match_rate", DOUBLE, True),  # null where nothing was compared
         StructField("queues_not_in_progress", LONG, False),
-        StructField("causes", ArrayType(STRING, False), False),  # codes: see rmqsim.causes
+        StructField("causes", ArrayType(STRING, False), False),  # codes: see rmqsim.validate.diagnose
         StructField("details", ArrayType(STRING, False), False),  # one sentence per cause
     ]
 )
+
+
+def arrow(schema: StructType) -> pa.Schema:
+    """``schema`` as Arrow types: what Spark hands Python and what pyarrow writes."""
+    return to_arrow_schema(schema)
+
+
+GROUP_ROUTES_ARROW = arrow(GROUP_ROUTES)
+REJECTS_ARROW = arrow(REJECTS)
+
+
+@dataclass(frozen=True)
+class OutputTable:
+    """A table a run writes (docs/CONTRACT.md, section 4): its columns, and the columns whose values
+    name its partition directories (``scenario=.../strategy=...``)."""
+
+    name: str
+    schema: StructType
+    partitioned_by: tuple[str, ...] = ()
+
+
+# Every output table, by name. The first four come out of the allocation stage's tasks; the
+# others are computed by the driver from those (rollups), or by the checks and validate.
+OUTPUTS = {
+    t.name: t
+    for t in (
+        OutputTable("assignments", ASSIGNMENTS, PARTITIONED_BY),
+        OutputTable("group_metrics", GROUP_METRICS, PARTITIONED_BY),
+        OutputTable("consumer_load", CONSUMER_LOAD, PARTITIONED_BY),
+        OutputTable("movement", MOVEMENT, PARTITIONED_BY),
+        OutputTable("split_brain", SPLIT_BRAIN, PARTITIONED_BY),
+        OutputTable("summary", SUMMARY),
+        OutputTable("comparison", COMPARISON),
+        OutputTable("recommendation", RECOMMENDATION),
+        OutputTable("exposure", EXPOSURE),
+        OutputTable("rejects", REJECTS),
+        OutputTable("reconciliation", RECONCILIATION),
+        OutputTable("validation", VALIDATION),
+        OutputTable("validation_queues", VALIDATION_QUEUES),
+    )
+}
+# The tables the allocation stage's tasks write, in the order they are produced; movement only
+# where a scenario has a second phase.
+STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "movement")

@@ -10,8 +10,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,12 @@ def job_description(spark: SparkSession, text: str) -> Iterator[None]:
         yield
     finally:
         context.setJobDescription(None)  # type: ignore[arg-type]
+
+
+def from_arrow(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
+    """``table`` as a DataFrame (of ``schema``'s types where given). Its chunks combined first:
+    PySpark 4.3's createDataFrame loses every row of a table whose first two chunks are empty."""
+    return spark.createDataFrame(table.combine_chunks(), schema)
 
 
 def checkpoint(df: DataFrame) -> DataFrame:

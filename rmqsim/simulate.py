@@ -6,29 +6,22 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
 
-from rmqsim import metrics, rollups, schemas, session
+from rmqsim import rollups, schemas, session
 from rmqsim.config import SimulateConfig
-from rmqsim.output import RunOutput
 from rmqsim.scenarios import apply, names, parse
+from rmqsim.sink import Sink, open_sink
 from rmqsim.snapshot import checks, reconcile
 from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.stage import routes
-from rmqsim.stage import spark as stage
-from rmqsim.stage.task_tables import TaskTables
+from rmqsim.stage import routes, tasks
 
 log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
-PARTITIONED_BY = schemas.PARTITIONED_BY
 # The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
 BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
 
@@ -97,7 +90,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     balancing = any(f"groups.{c}" in snapshot.given for c in BALANCING_COLUMNS) or any(
         isinstance(s, parse.SetRebalance) for s in steps
     )
-    by = apply.PHASE
+    by = schemas.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
     clients = routes.client_lists(
         staged.consumers, queue_config=staged.queue_config, languages=languages, by=by
@@ -135,129 +128,77 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     )
 
 
-def write_table(output: RunOutput, df: DataFrame, name: str, *partition_by: str) -> None:
-    """One output table, written by a Spark job named after it (the Spark UI tells them apart)."""
-    with session.job_description(df.sparkSession, f"rmqsim: {name}"):
-        df.write.mode("overwrite").partitionBy(*partition_by).parquet(output.table(name))
+def hand_over(spark: SparkSession, built: Staged, config: SimulateConfig) -> DataFrame:
+    """The routes on the executors, partitioned by group over the stage's tasks, computed now and
+    kept: the Spark UI tells this job from the stage's."""
+    partitions = allocation_partitions(spark, config)
+    group_routes = session.from_arrow(spark, built.group_routes)  # its Arrow types are GROUP_ROUTES'
+    staged = tasks.partition_by_group(group_routes, partitions=partitions, absent=built.absent)
+    with session.job_description(spark, "rmqsim: hand the routes to Spark"):
+        return session.checkpoint(staged)
 
 
-def read_back(
-    output: RunOutput, spark: SparkSession, name: str, schema: StructType, columns: Sequence[str] = ()
-) -> pa.Table:
-    """``columns`` (all: none given) of a table this run wrote and partitioned by PARTITIONED_BY,
-    as Arrow with ``schema``'s types: read by this process where the output is on this machine,
-    else by Spark."""
-    columns = list(columns or schema.fieldNames())
-    types = to_arrow_schema(schema)
-    if output.local:
-        return output.read_arrow(name, types, columns, PARTITIONED_BY)
-    read = spark.read.schema(schema).parquet(output.table(name)).select(*columns).toArrow()
-    return read.cast(pa.schema([types.field(c) for c in columns]))
-
-
-def write_task_tables(output: RunOutput, routes: DataFrame, *, movement: bool) -> None:
-    """The allocation stage's tables, each task writing its own (stage.task_tables): one Spark
-    job, where the output and the executors are on this machine."""
-    tables = TaskTables.empty(output.staging, movement=movement)
-    with session.job_description(routes.sparkSession, f"rmqsim: {', '.join(tables.tables)}"):
-        stage.task_tables(routes, tables).write.format("noop").mode("overwrite").save()
-    tables.complete()
-
-
-def write_client_tables(output: RunOutput, client_queues: DataFrame) -> None:
-    """The client rows' tables, written by Spark from the client rows, cached for the three writes.
-    (Kept deserialized: serializing the cached owned lists cost a third of the Python pass.)"""
-    client_queues = client_queues.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    try:
-        write_table(output, metrics.assignments(client_queues), "assignments", *PARTITIONED_BY)
-        write_table(output, metrics.group_metrics(client_queues), "group_metrics", *PARTITIONED_BY)
-        write_table(output, metrics.consumer_load(client_queues), "consumer_load", *PARTITIONED_BY)
-    finally:
-        client_queues.unpersist()
-
-
-def write_rollup(
-    output: RunOutput,
-    spark: SparkSession,
-    table: pa.Table,
-    name: str,
-    schema: StructType,
-    partition_by: Sequence[str] = (),
-) -> None:
-    """A table the driver holds as Arrow, written as one file (per partition) in its row order: by
-    this process where the output is on this machine (a Spark job costs more than such a table),
-    else by Spark. Either way its columns have ``schema``'s types."""
-    table = table.select(schema.fieldNames())
-    if output.local:
-        output.write_arrow(table.cast(to_arrow_schema(schema)), name, partition_by)
-    else:
-        write_table(output, spark.createDataFrame(table, schema).coalesce(1), name, *partition_by)
+def stage_tables(built: Staged) -> tuple[str, ...]:
+    """The tables the stage writes: movement only where a scenario has a second phase."""
+    return tuple(t for t in schemas.STAGE_TABLES if t != "movement" or built.with_movement)
 
 
 def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
     log.info("simulate: %s", config.describe())
-    output = RunOutput(config.out, mode=config.mode, remote=session.is_remote(spark))
+    sink = open_sink(spark, config.out, mode=config.mode, kind=config.sink)
     built = build_group_routes(spark, config)
-    rejects, with_movement, with_stale_views = built.rejects, built.with_movement, built.with_stale_views
-    partitions = allocation_partitions(spark, config)
-    group_routes = spark.createDataFrame(built.group_routes)  # its Arrow types are GROUP_ROUTES'
-    staged = stage.partition_by_group(group_routes, partitions=partitions, absent=built.absent)
-    # Partitioned and kept on the executors now: the Python passes and the allocation rejects
-    # all read them, and the Spark UI tells this job from the first write.
-    with session.job_description(spark, "rmqsim: hand the routes to Spark"):
-        staged = session.checkpoint(staged)
-    tasks = config.partitions or stage.python_tasks(built.group_routes.num_rows, partitions)
-    routes_in = staged if tasks >= partitions else staged.coalesce(tasks)
+    routes = hand_over(spark, built, config)
     try:
-        # One Python pass computes each client's queues, its load and its group's metrics: the
-        # client rows, of which assignments, group_metrics and consumer_load are an explode and
-        # two row filters; and movement. Every later table is computed from these as written.
-        if output.local and session.executors_here(spark):
-            write_task_tables(output, routes_in, movement=with_movement)
-        else:
-            write_client_tables(output, stage.client_queues(routes_in))
-            if with_movement:
-                # A second Python pass over the kept routes: cheaper than shuffling per-queue owners.
-                write_table(output, stage.movement(routes_in), "movement", *PARTITIONED_BY)
-        group_metrics = read_back(output, spark, "group_metrics", schemas.GROUP_METRICS)
-        consumer_load = read_back(
-            output, spark, "consumer_load", schemas.CONSUMER_LOAD, rollups.CONSUMER_LOAD_COLUMNS
+        partitions = allocation_partitions(spark, config)
+        sink.run_stage(
+            tasks.handed_to_tasks(
+                routes, route_rows=built.group_routes.num_rows, partitions=partitions, tasks=config.partitions
+            ),
+            stage_tables(built),
         )
-        summary = rollups.summary(group_metrics, consumer_load)
-        write_rollup(output, spark, summary, "summary", schemas.SUMMARY)
-        comparison: list[dict] = []
-        advised: list[dict] = []
-        exposed: list[dict] = []
-        if with_movement:
-            moves = read_back(output, spark, "movement", schemas.MOVEMENT, rollups.MOVEMENT_COLUMNS)
-            compared = rollups.comparison(summary, moves)
-            write_rollup(output, spark, compared, "comparison", schemas.COMPARISON)
-            advice = rollups.recommendation(group_metrics, rollups.group_load(consumer_load), moves)
-            write_rollup(output, spark, advice, "recommendation", schemas.RECOMMENDATION)
-            advised, comparison = advice.to_pylist(), compared.to_pylist()
-            if with_stale_views:
-                brain = rollups.split_brain(group_metrics)
-                write_rollup(output, spark, brain, "split_brain", schemas.SPLIT_BRAIN, PARTITIONED_BY)
-                risk = rollups.exposure(brain)
-                write_rollup(output, spark, risk, "exposure", schemas.EXPOSURE)
-                exposed = risk.to_pylist()
-        not_simulated = rollups.allocation_rejects(built.group_routes, group_metrics)
-        every_reject = pa.concat_tables([rejects, not_simulated.cast(rejects.schema)])
-        write_rollup(output, spark, every_reject, "rejects", schemas.REJECTS)
-        counted = reconcile.reconciliation(built.loaded, built.checked, rejects)
-        write_rollup(output, spark, counted, "reconciliation", schemas.RECONCILIATION)
-        output.publish()
+        result = write_rollups(sink, built)
+        sink.publish()
     except BaseException:
-        output.abandon()
+        sink.abandon()
         raise
     finally:
-        session.release(staged)
-    log.info("simulate: wrote %s", output.out)
+        session.release(routes)
+    log.info("simulate: wrote %s with the %s sink", config.out, sink.kind)
+    return result
+
+
+def write_rollups(sink: Sink, built: Staged) -> RunResult:
+    """The tables the driver computes from the stage's (rmqsim.rollups), and the rejects and the
+    reconciliation, written; what simulate prints of them."""
+    group_metrics = sink.read("group_metrics")
+    consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
+    summary = rollups.summary(group_metrics, consumer_load)
+    sink.write("summary", summary)
+    comparison = advice = exposure = None
+    if built.with_movement:
+        moves = sink.read("movement", rollups.MOVEMENT_COLUMNS)
+        comparison = rollups.comparison(summary, moves)
+        sink.write("comparison", comparison)
+        advice = rollups.recommendation(group_metrics, rollups.group_load(consumer_load), moves)
+        sink.write("recommendation", advice)
+        if built.with_stale_views:
+            brain = rollups.split_brain(group_metrics)
+            sink.write("split_brain", brain)
+            exposure = rollups.exposure(brain)
+            sink.write("exposure", exposure)
+    not_simulated = rollups.allocation_rejects(built.group_routes, group_metrics)
+    sink.write("rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema)]))
+    counted = reconcile.reconciliation(built.loaded, built.checked, built.rejects)
+    sink.write("reconciliation", counted)
     return RunResult(
-        output.out,
+        sink.directory.out,
         summary.to_pylist(),
-        sorted(comparison, key=lambda r: (r["scenario"], r["strategy"])),
-        sorted(advised, key=lambda r: r["group"]),
-        exposed,
+        sorted(_rows(comparison), key=lambda r: (r["scenario"], r["strategy"])),
+        sorted(_rows(advice), key=lambda r: r["group"]),
+        _rows(exposure),
         sorted(counted.to_pylist(), key=lambda r: reconcile.TABLES.index(r["table"])),
     )
+
+
+def _rows(table: pa.Table | None) -> list[dict]:
+    return [] if table is None else table.to_pylist()

@@ -3,19 +3,23 @@ schemas.GROUP_ROUTES) and snapshots written as Parquet.
 
 A route row is a dict keyed by GROUP_ROUTES' field names; `route` fills in every field a test does
 not name, so a test says only what it is about. `route_batch` turns such rows into the Arrow batch
-the stage functions (client_queue_batches, movement_batches, map_client_queues) take.
+the stage functions (stage.outputs.stage_outputs, movement_batches) take, and `staged` runs the
+stage over them: the tables a run writes, as pandas frames.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
+from rmqsim.sink.arrow_sink import assignment_rows
 from rmqsim.snapshot.write import arrow_table, write_snapshot
+from rmqsim.stage.outputs import stage_outputs
 
 # A scenarios file of one step on the sample snapshot, for the tests that check how a run is
 # launched (spark-submit, Airflow) rather than what the bundled scenarios show.
@@ -23,7 +27,7 @@ ONE_SCENARIO = "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_
 
 # ------------------------------------------------------------------ route rows (GROUP_ROUTES)
 
-ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+ROUTES = schemas.GROUP_ROUTES_ARROW
 
 
 class _NullPerClient:
@@ -127,6 +131,52 @@ def phase_routes(
     return route_batch(
         route(phase=k, last_phase=last, strategies=[strategy], brokers=b, clients=c, **common)
         for k, (b, c) in enumerate(phases)
+    )
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What the stage computes from route rows, as the tables a run writes (pandas)."""
+
+    assignments: pd.DataFrame  # schemas.ASSIGNMENTS: a row per queue a client holds
+    lists: pd.DataFrame  # schemas.CLIENT_ASSIGNMENTS: each client that holds a queue, its queues as a list
+    group_metrics: pd.DataFrame
+    consumer_load: pd.DataFrame
+    movement: pd.DataFrame
+    arrow: dict[str, pa.Table]  # the same tables as Arrow, with their schemas' types
+
+    def queues(self, **where: object) -> dict[str, int]:
+        """Queues per client_id among the assignment rows with ``where``'s column values."""
+        rows = self.assignments
+        for column, value in where.items():
+            rows = rows[rows[column] == value]
+        return rows.groupby("client_id").size().to_dict()
+
+
+def staged(rows: pa.RecordBatch | Iterable[Mapping[str, object]]) -> Staged:
+    """The stage over route rows (a batch, or `route` dicts): every table of schemas.STAGE_TABLES."""
+    batch = rows if isinstance(rows, pa.RecordBatch) else route_batch(rows)
+    out = stage_outputs(batch, schemas.STAGE_TABLES)
+
+    tables = {
+        name: pa.Table.from_batches(out[name], schema=schemas.arrow(schemas.OUTPUTS[name].schema))
+        for name in ("group_metrics", "consumer_load", "movement")
+    }
+
+    def frame(name: str, schema: pa.Schema) -> pd.DataFrame:
+        return tables[name].to_pandas()
+
+    lists = pa.Table.from_batches(out["assignments"], schema=schemas.arrow(schemas.CLIENT_ASSIGNMENTS))
+    tables["assignments"] = assignment_rows(lists)
+    return Staged(
+        assignments=assignment_rows(lists)
+        .to_pandas()
+        .astype({c: object for c in ("topic", "group", "client_id", "computed_by")}),
+        lists=lists.to_pandas(),
+        group_metrics=frame("group_metrics", schemas.arrow(schemas.GROUP_METRICS)),
+        consumer_load=frame("consumer_load", schemas.arrow(schemas.CONSUMER_LOAD)),
+        movement=frame("movement", schemas.arrow(schemas.MOVEMENT)),
+        arrow=tables,
     )
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rmqsim.sink import KINDS
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
@@ -29,6 +31,12 @@ def spark():
         },
     )
     yield session  # never stopped or rebuilt by a test
+
+
+@pytest.fixture(params=KINDS)
+def sink(request) -> str:
+    """Who writes a test's run (rmqsim.sink): every simulate-level test runs on both."""
+    return request.param
 
 
 @pytest.fixture(scope="session")

@@ -102,13 +102,10 @@ def submit_job(
 
 
 def same_tables(old: Path, new: Path) -> list[str]:
-    """Assert that two runs hold the same tables, equal in schema and rows (as multisets, floats
-    exactly), with the project's own tool for it, bench/compare_runs.py; the tables compared."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "compare_runs.py"), str(old), str(new)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    return [line.split()[0] for line in done.stdout.splitlines()[1:] if line.rstrip().endswith(" equal")]
+    """Assert that two runs hold the same tables, equal in schema (nullability included) and rows
+    (as multisets, floats exactly): rmqsim.compare_runs; the tables compared."""
+    from rmqsim.compare_runs import compare_runs
+
+    results = compare_runs(old, new)
+    assert all(r.equal for r in results), "\n".join(line for r in results for line in r.lines)
+    return [r.name for r in results]

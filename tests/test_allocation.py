@@ -4,37 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.stage.batches import OPTIONAL, whole_groups, with_absent_columns
-from rmqsim.stage.client_queues import client_queue_batches
-from rmqsim.stage.spark import ROUTES_PER_TASK, map_client_queues, python_tasks
-from tests.builders import route, route_batch
-
-
-def _pandas(batches: list[pa.RecordBatch], schema):
-    return pa.Table.from_batches(batches, schema=to_arrow_schema(schema)).to_pandas()
-
-
-def assignment_rows(rows: pa.RecordBatch):
-    """The client rows' owned lists, one row per queue, as metrics.assignments explodes them."""
-    clients = (
-        _pandas(client_queue_batches(rows), schemas.CLIENT_QUEUES).explode("owned").dropna(subset="owned")
-    )
-    clients["broker_name"] = clients.owned.str["broker_name"]
-    clients["queue_id"] = clients.owned.str["queue_id"].astype(np.int32)
-    return clients[schemas.ASSIGNMENTS.fieldNames()].reset_index(drop=True)
-
-
-def client_queue_rows(rows: pa.RecordBatch):
-    return _pandas(client_queue_batches(rows), schemas.CLIENT_QUEUES)
-
-
-def group_rows(rows: pa.RecordBatch):
-    """The client rows that carry their (topic, group)'s metrics, as metrics.group_metrics keeps them."""
-    clients = client_queue_rows(rows)
-    return clients[clients.first_in_group].reset_index(drop=True)
+from rmqsim.stage.outputs import outputs_of
+from rmqsim.stage.tasks import ROUTES_PER_TASK, python_tasks
+from tests.builders import route, route_batch, staged
 
 
 def test_mixed_strategies_and_groups_in_one_batch() -> None:
@@ -56,7 +31,8 @@ def test_mixed_strategies_and_groups_in_one_batch() -> None:
             route(strategies=["AVG_BY_CIRCLE"], topic="t3", group="k", brokers={"c": 1}, clients=["p", "q"]),
         ]
     )
-    got = assignment_rows(pdf)
+    run = staged(pdf)
+    got = run.assignments
     assert list(got.columns) == schemas.ASSIGNMENTS.fieldNames()
     assert sorted(
         map(tuple, got[["strategy", "topic", "client_id", "broker_name", "queue_id"]].values.tolist())
@@ -71,11 +47,11 @@ def test_mixed_strategies_and_groups_in_one_batch() -> None:
     ]
     assert got.queue_id.dtype == np.int32
 
-    summary = client_queue_rows(pdf).set_index(["strategy", "topic", "client_id"])
-    assert summary.loc[("AVG", "t2", "z")].queues == 0
-    assert summary.loc[("AVG_BY_CIRCLE", "t3", "q")].queues == 0
-    assert summary.loc[("AVG", "t1", "x")].queues == 2
-    groups = group_rows(pdf).set_index(["strategy", "topic"])
+    load = run.consumer_load.set_index(["strategy", "group", "client_id"])
+    assert load.loc[("AVG", "h", "z")].queues == 0
+    assert load.loc[("AVG_BY_CIRCLE", "k", "q")].queues == 0
+    assert load.loc[("AVG", "g", "x")].queues == 2
+    groups = run.group_metrics.set_index(["strategy", "topic"])
     assert groups.loc[("AVG", "t2")].error == "mqAll is null or mqAll empty"
     assert groups.error.isna().sum() == 3  # every group but h
 
@@ -85,15 +61,16 @@ def test_duplicate_ids_leave_the_second_copys_share_unowned() -> None:
     pdf = route_batch(
         [route(strategies=["AVG"], topic="t", group="g", brokers={"b": 6}, clients=["a", "a", "c"])]
     )
-    got = assignment_rows(pdf)
+    run = staged(pdf)
+    got = run.assignments
     assert sorted(zip(got.client_id, got.queue_id)) == [("a", 0), ("a", 1), ("c", 4), ("c", 5)]
-    summary = group_rows(pdf)
+    summary = run.group_metrics
     assert summary.unassigned_queues.tolist() == [2]
     assert summary.duplicate_client_ids.tolist() == [1]
 
 
 def test_empty_batch() -> None:
-    got = assignment_rows(route_batch([]))
+    got = staged(route_batch([])).assignments
     assert got.empty and list(got.columns) == schemas.ASSIGNMENTS.fieldNames()
 
 
@@ -132,28 +109,23 @@ def test_a_small_fleet_runs_on_fewer_python_tasks() -> None:
     assert python_tasks(0, 4) == 1
 
 
-def test_client_rows_carry_group_metrics_and_fleet_load() -> None:
+def test_group_metrics_per_topic_and_each_clients_load_over_the_groups_topics() -> None:
     # Two topics of 5 queues, clients a and b: AVG gives a 3 + 3, b 2 + 2.
-    pdf = client_queue_rows(
-        route_batch(
-            [
-                route(strategies=["AVG"], topic="t1", group="g", brokers={"x": 5}, clients=["a", "b"]),
-                route(strategies=["AVG"], topic="t2", group="g", brokers={"x": 5}, clients=["a", "b"]),
-            ]
-        )
+    run = staged(
+        [
+            route(strategies=["AVG"], topic="t1", group="g", brokers={"x": 5}, clients=["a", "b"]),
+            route(strategies=["AVG"], topic="t2", group="g", brokers={"x": 5}, clients=["a", "b"]),
+        ]
     )
-    firsts = pdf[pdf.first_in_group]
-    assert firsts.topic.tolist() == ["t1", "t2"]
-    assert firsts[["min_queues", "max_queues", "mean_queues", "max_over_mean"]].values.tolist() == [
+    groups = run.group_metrics
+    assert groups.topic.tolist() == ["t1", "t2"]
+    assert groups[["min_queues", "max_queues", "mean_queues", "max_over_mean"]].values.tolist() == [
         [2, 3, 2.5, 1.2],
         [2, 3, 2.5, 1.2],
     ]
-    # Every other row leaves them null: group_metrics keeps the first row's only.
-    metric_names = [f.name for f in schemas.GROUP_METRIC_FIELDS]
-    assert pdf.loc[~pdf.first_in_group, metric_names].isna().all().all()
-    load = pdf[pdf.first_in_client].set_index("client_id")
-    assert load.client_queues.to_dict() == {"a": 6, "b": 4}
-    assert load.client_topics.to_dict() == {"a": 2, "b": 2}
+    load = run.consumer_load.set_index("client_id")
+    assert load.queues.to_dict() == {"a": 6, "b": 4}
+    assert load.topics.to_dict() == {"a": 2, "b": 2}
 
 
 def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
@@ -169,10 +141,11 @@ def test_broadcasting_groups_read_every_queue_whatever_the_strategy() -> None:
             )
         ]
     )
-    got = assignment_rows(rows)
+    run = staged(rows)
+    got = run.assignments
     assert sorted(zip(got.client_id, got.queue_id)) == [(c, q) for c in "xy" for q in range(3)]
-    assert client_queue_rows(rows).queues.tolist() == [3, 3]
-    assert group_rows(rows).multi_owned_queues.tolist() == [3]
+    assert run.consumer_load.queues.tolist() == [3, 3]
+    assert run.group_metrics.multi_owned_queues.tolist() == [3]
 
 
 def test_config_reports_no_error_where_it_throws_none() -> None:
@@ -184,7 +157,7 @@ def test_config_reports_no_error_where_it_throws_none() -> None:
             route(strategies=["AVG"], topic="u", group="h", brokers={}, clients=["y"]),
         ]
     )
-    summary = client_queue_rows(rows).set_index("strategy")
+    summary = staged(rows).group_metrics.set_index("strategy")
     assert summary.loc["CONFIG"].error is None
     assert summary.loc["AVG"].error == "mqAll is null or mqAll empty"
 
@@ -213,7 +186,7 @@ def test_config_lists_line_up_with_their_clients_when_some_rows_have_none() -> N
             ),
         ]
     )
-    got = assignment_rows(rows)
+    got = staged(rows).assignments
     assert list(zip(got.client_id, got.queue_id)) == [("y", 1), ("y", 0)]
 
 
@@ -229,12 +202,14 @@ def test_backlog_per_client_and_its_skew_from_offsets() -> None:
             route(strategies=["AVG"], topic="u", group="h", brokers={"b": 1}, clients=["z"]),  # h: no offsets
         ]
     )
-    got = client_queue_rows(rows).set_index("client_id")
-    g = got.loc["x"]
+    run = staged(rows)
+    groups = run.group_metrics.set_index("group")
+    g = groups.loc["g"]
     assert (g.backlog, g.min_backlog, g.max_backlog, g.mean_backlog) == (120, 30, 90, 60.0)
     assert (g.stddev_backlog, g.backlog_max_over_mean) == (30.0, 1.5)
-    assert got.client_backlog.to_dict()["y"] == 90
-    assert np.isnan(got.loc["z"].backlog) and np.isnan(got.loc["z"].client_backlog)  # unknown, not 0
+    load = run.consumer_load.set_index("client_id")
+    assert load.backlog.to_dict()["y"] == 90
+    assert np.isnan(groups.loc["h"].backlog) and np.isnan(load.loc["z"].backlog)  # unknown, not 0
 
 
 def test_optional_columns_left_out_of_the_input_change_no_output() -> None:
@@ -263,6 +238,12 @@ def test_optional_columns_left_out_of_the_input_change_no_output() -> None:
     )
     shipped = rows.drop_columns(list(OPTIONAL))
     assert with_absent_columns(shipped).equals(rows)
-    full = pa.Table.from_batches(list(map_client_queues(iter([rows]))))
-    lean = pa.Table.from_batches(list(map_client_queues(iter([shipped]))))
-    assert full.num_rows == 4 and lean.equals(full)  # x, y, z and w
+    tables = ("assignments", "group_metrics", "consumer_load")
+
+    def outputs(batch: pa.RecordBatch) -> dict[str, pa.Table]:
+        parts = list(outputs_of([batch], tables))
+        return {t: pa.Table.from_batches([b for p in parts for b in p[t]]) for t in tables}
+
+    full, lean = outputs(rows), outputs(shipped)
+    assert all(lean[t].equals(full[t]) for t in tables)
+    assert full["consumer_load"].num_rows == 4  # x, y, z and w

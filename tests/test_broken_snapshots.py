@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from rmqsim import simulate
-from rmqsim.config import SimulateConfig
+from rmqsim.sink import KINDS as SINKS
 from rmqsim.snapshot.load import load_snapshot
 from tests.builders import make_snapshot
+from tests.simulated import simulated
 
 
 def _tq(topic, broker, read=4, write=4, perm=6) -> dict:
@@ -168,12 +168,12 @@ def _broken(tmp_path) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def broken_run(spark, tmp_path_factory):
+@pytest.fixture(scope="module", params=SINKS)
+def broken_run(spark, tmp_path_factory, request):
     tmp_path = tmp_path_factory.mktemp("broken")
     snapshot = _broken(tmp_path)
-    out = str(tmp_path / "out")
-    result = simulate.run(spark, SimulateConfig(snapshot=snapshot, out=out, strategies=None))
+    done = simulated(spark, tmp_path, sink=request.param, snapshot=snapshot, strategies=None)
+    out, result = str(done.out), done.result
     rejects = [(r.source, r.reason, r.row) for r in spark.read.parquet(f"{out}/rejects").collect()]
     return snapshot, out, result, rejects
 

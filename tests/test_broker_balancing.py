@@ -14,15 +14,13 @@ import zlib
 import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import schemas, simulate
+from rmqsim import simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.snapshot.load import load_snapshot
-from rmqsim.stage.client_queues import client_queue_batches
 from rmqsim.strategies.broker import ANSWERS_NULL
-from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows, route, route_batch
+from tests.builders import Staged, broker_rows, consumer_rows, make_snapshot, queue_rows, route, staged
 from tests.conformance import records
 
 BROKER = {"rebalance": "BROKER", "pop": False, "pop_share_queue_num": -1, "consume_orderly": False}
@@ -30,16 +28,25 @@ POP_SHARE_1 = {**BROKER, "pop": True, "pop_share_queue_num": 1}
 CLIENT = {**BROKER, "rebalance": "CLIENT"}
 
 
-def _clients(rows: list[dict]):
-    batches = client_queue_batches(route_batch(rows))
-    return pa.Table.from_batches(batches, schema=to_arrow_schema(schemas.CLIENT_QUEUES)).to_pandas()
+def _clients(rows: list[dict]) -> Staged:
+    return staged(rows)
 
 
-def _owned(rows) -> dict[tuple[int, str], list[tuple[str, int]]]:
+def _owned(run: Staged, group: str | None = None) -> dict[tuple[int, str], list[tuple[str, int]]]:
+    """What each client that holds a queue holds, by (phase, client), in returned order."""
+    lists = run.lists if group is None else run.lists[run.lists.group == group]
     return {
         (r.phase, r.client_id): [(q["broker_name"], q["queue_id"]) for q in r.owned]
-        for r in rows.itertuples()
+        for r in lists.itertuples()
     }
+
+
+def _first(run: Staged, **where: object):
+    """The group_metrics row with ``where``'s values."""
+    rows = run.group_metrics
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    return rows.iloc[0]
 
 
 def test_pop_with_pop_share_queue_num_1_shares_every_queue_between_two_clients() -> None:
@@ -54,16 +61,16 @@ def test_pop_with_pop_share_queue_num_1_shares_every_queue_between_two_clients()
     )
     owned = {c: sorted(q for _, q in qs) for (_, c), qs in _owned(rows).items()}
     assert owned == {"c0": [0, 1, 2], "c1": [2, 3], "c2": [3, 4], "c3": [0, 1, 4]}
-    first = rows[rows.first_in_group].iloc[0]
+    first = _first(rows)
     assert (first.shared_queues, first.multi_owned_queues, first.unassigned_queues) == (5, 0, 0)
     assert (first.min_message_share, first.max_message_share, first.mean_message_share) == (1.0, 1.5, 1.25)
-    assert dict(zip(rows.client_id, rows.client_message_share)) == {
+    assert dict(zip(rows.consumer_load.client_id, rows.consumer_load.message_share)) == {
         "c0": 1.5,
         "c1": 1.0,
         "c2": 1.0,
         "c3": 1.5,
     }
-    assert set(rows.computed_by) == {"broker POP"}
+    assert set(rows.lists.computed_by) == {"broker POP"}
 
 
 def test_pop_reading_everything_gets_one_queue_per_broker_and_reads_all_of_them() -> None:
@@ -74,8 +81,9 @@ def test_pop_reading_everything_gets_one_queue_per_broker_and_reads_all_of_them(
         [route(brokers={"a": 2, "b": 3}, clients=["c0", "c1"], strategies=["AVG"], balancing=pop_all)]
     )
     assert _owned(rows) == {(0, "c0"): [("a", -1), ("b", -1)], (0, "c1"): [("a", -1), ("b", -1)]}
-    assert list(rows.queues) == [5, 5] and list(rows.client_message_share) == [2.5, 2.5]
-    first = rows[rows.first_in_group].iloc[0]
+    load = rows.consumer_load
+    assert list(load.queues) == [5, 5] and list(load.message_share) == [2.5, 2.5]
+    first = _first(rows)
     assert (first.shared_queues, first.multi_owned_queues) == (5, 0)
 
 
@@ -112,14 +120,15 @@ def test_a_null_answer_keeps_the_previous_phase_and_nothing_in_phase_0() -> None
             ),
         ]
     )
-    owned = _owned(rows[rows.group == "g"])
+    owned = _owned(rows, "g")
     for phase in (1, 2):
         assert owned[(phase, "c0")] == owned[(0, "c0")] and owned[(phase, "c1")] == owned[(0, "c1")]
     assert sorted(q for c in ("c0", "c1") for _, q in owned[(0, c)]) == [0, 1, 2, 3]
-    last = rows[(rows.group == "g") & (rows.phase == 2) & rows.first_in_group].iloc[0]
+    kept = rows.lists[(rows.lists.group == "g") & (rows.lists.phase > 0)]
+    assert set(kept.computed_by) == {"broker kept"}
+    last = _first(rows, group="g", phase=2)
     assert last.unassigned_queues == 1 and last.error.startswith(ANSWERS_NULL)
-    h = rows[rows.group == "h"].iloc[0]
-    assert list(h.owned) == [] and h.computed_by == "broker kept" and h.unassigned_queues == 2
+    assert _owned(rows, "h") == {} and _first(rows, group="h").unassigned_queues == 2
 
 
 def test_orderly_and_broadcasting_groups_still_balance_on_the_client() -> None:
@@ -127,12 +136,10 @@ def test_orderly_and_broadcasting_groups_still_balance_on_the_client() -> None:
     rows = _clients(
         [route(brokers={"b": 2}, clients=["c0", "c1"], strategies=["CONSISTENT_HASH"], balancing=orderly)]
     )
-    assert (
-        set(rows.computed_by) == {"client JAVA"} and rows[rows.first_in_group].iloc[0].unassigned_queues == 0
-    )
+    assert set(rows.lists.computed_by) == {"client JAVA"} and _first(rows).unassigned_queues == 0
 
 
-def test_unknown_rebalance_and_request_mode_are_rejected_and_the_others_run(spark, tmp_path) -> None:
+def test_unknown_rebalance_and_request_mode_are_rejected_and_the_others_run(spark, tmp_path, sink) -> None:
     snapshot = make_snapshot(
         tmp_path / "snap",
         brokers=broker_rows("b"),
@@ -147,7 +154,7 @@ def test_unknown_rebalance_and_request_mode_are_rejected_and_the_others_run(spar
         ],
     )
     out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=out, strategies=None))
+    simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
     rejects = {
         (r.source, json.loads(r.row)["group"]): r.reason
         for r in spark.read.parquet(f"{out}/rejects").collect()
@@ -196,7 +203,7 @@ def _picked() -> list[dict]:
     return chosen["PULL"][:PER_MODE] + chosen["POP"][:PER_MODE]
 
 
-def test_broker_records_round_trip_through_spark(spark, tmp_path) -> None:
+def test_broker_records_round_trip_through_spark(spark, tmp_path, sink) -> None:
     recs = _picked()
     brokers, topic_queues, consumers, groups, expected = set(), [], [], [], set()
     for r in recs:
@@ -227,7 +234,7 @@ def test_broker_records_round_trip_through_spark(spark, tmp_path) -> None:
         groups=groups,
     )
     out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=out, strategies=None))
+    simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
     got = spark.read.parquet(f"{out}/assignments").select(
         "topic", "group", "client_id", "broker_name", "queue_id"
     )
@@ -250,7 +257,7 @@ scenarios:
 """
 
 
-def test_set_rebalance_and_a_go_client_joining_through_scenarios(spark, tmp_path) -> None:
+def test_set_rebalance_and_a_go_client_joining_through_scenarios(spark, tmp_path, sink) -> None:
     # g: AVG, 3 queues, 5 clients: c0..c2 one queue each, c3 and c4 idle. After set_rebalance to
     # POP with pop_share_queue_num 1 (5 clients > 3 queues): client i reads mqAll[i % 3]: c0 q0,
     # c1 q1, c2 q2, c3 q0, c4 q1: nobody idle; q0 and q1 are shared by two, by design; their
@@ -266,7 +273,8 @@ def test_set_rebalance_and_a_go_client_joining_through_scenarios(spark, tmp_path
     )
     out = tmp_path / "out"
     simulate.run(
-        spark, SimulateConfig(snapshot=snapshot, out=str(out), strategies=None, scenarios=str(scenarios))
+        spark,
+        SimulateConfig(sink=sink, snapshot=snapshot, out=str(out), strategies=None, scenarios=str(scenarios)),
     )
     metrics = {
         (r.scenario, r.phase, r.group): r
@@ -338,13 +346,14 @@ def test_the_proxy_hands_every_client_every_broker() -> None:
             ),
         ]
     )
-    owned = _owned(rows[rows.group == "g"])
+    owned = _owned(rows, "g")
     assert owned == {(0, "c0"): [("a", -1), ("b", -1)], (0, "c1"): [("a", -1), ("b", -1)]}
-    g = rows[rows.group == "g"]
-    assert set(g.computed_by) == {"proxy"} and list(g.client_message_share) == [2.5, 2.5]
-    first = g[g.first_in_group].iloc[0]
+    g = rows.consumer_load[rows.consumer_load.group == "g"]
+    assert set(rows.lists[rows.lists.group == "g"].computed_by) == {"proxy"}
+    assert list(g.message_share) == [2.5, 2.5]
+    first = _first(rows, group="g")
     assert (first.shared_queues, first.multi_owned_queues, first.error) == (5, 0, None)
-    orderly = _owned(rows[rows.group == "h"])
+    orderly = _owned(rows, "h")
     assert orderly == {(0, "c0"): [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]}
 
 
@@ -363,12 +372,12 @@ def test_the_proxy_fails_where_a_broker_is_alive_only_through_a_slave() -> None:
             )
         ]
     )
-    assert all(len(o) == 0 for o in rows.owned) and set(rows.computed_by) == {"proxy kept"}
-    first = rows[rows.first_in_group].iloc[0]
+    assert rows.lists.empty  # the clients keep what they had: nothing
+    first = _first(rows)
     assert first.unassigned_queues == 5 and "broker 'b' is alive only through a slave" in first.error
 
 
-def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path) -> None:
+def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path, sink) -> None:
     # The same from a snapshot: broker-b's master (id 0) is down, its slave (id 1) up.
     snapshot = make_snapshot(
         tmp_path / "snap",
@@ -382,7 +391,7 @@ def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path) -
         groups=[{"group": "g", "rebalance": "proxy"}],
     )
     out = tmp_path / "out"
-    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=str(out), strategies=None))
+    simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=str(out), strategies=None))
     metrics = {r.topic: r for r in spark.read.parquet(str(out / "group_metrics")).collect()}
     assert metrics["t"].unassigned_queues == 4 and "broker 'broker-b'" in metrics["t"].error
     assert (metrics["u"].shared_queues, metrics["u"].error) == (2, None)  # u lives on broker-a only
@@ -399,5 +408,5 @@ def test_a_group_with_idle_clients_is_told_what_pop_would_give() -> None:
     # client i reads q[i % 4]: q0 c0 c4, q1 c1 c5, q2 c2, q3 c3: nobody idle; c2 and c3 each read a
     # whole queue alone, the busiest share (1.0); c0, c1, c4, c5 half a queue each.
     rows = _clients([route(brokers={"b": 4}, clients=[f"c{i}" for i in range(6)], strategies=["AVG"])])
-    first = rows[rows.first_in_group].iloc[0]
+    first = _first(rows)
     assert (first.idle_consumers, first.pop_idle_consumers, first.pop_max_message_share) == (2, 0, 1.0)

@@ -8,27 +8,22 @@ conformance records through a real snapshot and Spark.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from chispa import assert_df_equality
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import schemas, simulate
+from rmqsim import simulate
 from rmqsim.config import SimulateConfig
-from rmqsim.stage.client_queues import client_queue_batches
 from rmqsim.strategies.batch import RMQSIM_REFUSES
-from tests.builders import make_snapshot, route, route_batch
+from tests.builders import Staged, make_snapshot, route, staged
 from tests.conformance import records
 
 
-def _clients(**kw) -> pd.DataFrame:
-    import pyarrow as pa
-
-    batches = client_queue_batches(route_batch([route(**kw)]))
-    return pa.Table.from_batches(batches, schema=to_arrow_schema(schemas.CLIENT_QUEUES)).to_pandas()
+def _clients(**kw) -> Staged:
+    return staged([route(**kw)])
 
 
-def _owned(rows: pd.DataFrame) -> dict[str, list[int]]:
-    return {r.client_id: [q["queue_id"] for q in r.owned] for r in rows.itertuples()}
+def _owned(run: Staged) -> dict[str, list[int]]:
+    """The queue ids each client that holds a queue holds, in returned order."""
+    return {r.client_id: [q["queue_id"] for q in r.owned] for r in run.lists.itertuples()}
 
 
 def test_two_java_clients_and_one_go_client_on_consistent_hash() -> None:
@@ -51,9 +46,9 @@ def test_two_java_clients_and_one_go_client_on_consistent_hash() -> None:
         virtual_node_cnt=1,
     )
     assert _owned(rows) == {"a": [2, 3], "b": [0, 1, 2, 3, 5], "c": [0]}
-    first = rows[rows.first_in_group].iloc[0]
+    first = rows.group_metrics.iloc[0]
     assert (first.multi_owned_queues, first.unassigned_queues) == (3, 1)
-    assert dict(zip(rows.client_id, rows.computed_by)) == {
+    assert dict(zip(rows.lists.client_id, rows.lists.computed_by)) == {
         "a": "client JAVA",
         "b": "client GO",
         "c": "client JAVA",
@@ -68,7 +63,7 @@ def test_a_cpp_client_runs_avg_whatever_the_group_names() -> None:
         brokers={"b": 4}, clients=["a", "b"], client_languages=["JAVA", "CPP"], strategies=["AVG_BY_CIRCLE"]
     )
     assert _owned(rows) == {"a": [0, 2], "b": [2, 3]}
-    first = rows[rows.first_in_group].iloc[0]
+    first = rows.group_metrics.iloc[0]
     assert (first.multi_owned_queues, first.unassigned_queues) == (1, 1)
 
 
@@ -76,11 +71,12 @@ def test_a_library_rmqsim_does_not_simulate_is_reported_and_the_others_still_com
     # AVG over 4 queues and clients a (null language: JAVA) and b (RUST): a, index 0 of 2, computes
     # its block 0, 1; b's share (2, 3) is nobody's, and the group says why.
     rows = _clients(brokers={"b": 4}, clients=["a", "b"], client_languages=[None, "RUST"], strategies=["AVG"])
-    assert _owned(rows) == {"a": [0, 1], "b": []}
-    first = rows[rows.first_in_group].iloc[0]
+    assert _owned(rows) == {"a": [0, 1]}  # b holds nothing
+    first = rows.group_metrics.iloc[0]
     assert first.error.startswith(RMQSIM_REFUSES) and "consumers.language 'RUST'" in first.error
     assert first.unassigned_queues == 2
-    assert rows.set_index("client_id").computed_by.to_dict() == {"a": "client JAVA", "b": None}
+    assert rows.lists.set_index("client_id").computed_by.to_dict() == {"a": "client JAVA"}
+    assert rows.consumer_load.set_index("client_id").queues.to_dict() == {"a": 2, "b": 0}
 
 
 GO_FILES = ("GO_AVG", "GO_AVG_BY_CIRCLE", "GO_CONSISTENT_HASH", "GO_MACHINE_ROOM", "GO_MACHINE_ROOM_NEARBY")
@@ -113,7 +109,7 @@ def _picked() -> list[dict]:
     return picked
 
 
-def test_go_records_round_trip_through_spark(spark, tmp_path) -> None:
+def test_go_records_round_trip_through_spark(spark, tmp_path, sink) -> None:
     recs = _picked()
     brokers, topic_queues, consumers, groups, expected = set(), [], [], [], set()
     for r in recs:
@@ -147,7 +143,7 @@ def test_go_records_round_trip_through_spark(spark, tmp_path) -> None:
         groups=groups,
     )
     out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=out, strategies=None))
+    simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
 
     assignments = spark.read.parquet(f"{out}/assignments")
     got = assignments.select("topic", "group", "client_id", "broker_name", "queue_id")
@@ -173,10 +169,8 @@ def test_a_mixed_group_is_told_what_one_library_would_give() -> None:
         strategies=["CONSISTENT_HASH"],
         virtual_node_cnt=1,
     )
-    first = rows[rows.first_in_group].iloc[0]
+    first = rows.group_metrics.iloc[0]
     assert (first.multi_owned_queues, first.unassigned_queues) == (3, 1)
     assert (first.one_library_multi_owned, first.one_library_unassigned) == (0, 0)
     java = _clients(brokers={"b": 6}, clients=["a", "b"], strategies=["CONSISTENT_HASH"], virtual_node_cnt=1)
-    assert java[java.first_in_group].iloc[0].one_library_multi_owned is None or np.isnan(
-        java[java.first_in_group].iloc[0].one_library_multi_owned
-    )
+    assert np.isnan(java.group_metrics.iloc[0].one_library_multi_owned)

@@ -17,8 +17,8 @@ import pytest
 from rmqsim.arrays import as_objects, object_array
 from rmqsim.javaorder import java_key
 from rmqsim.strategies import Callers, GroupBatch, distinct_callers, registry
-from rmqsim.strategies.by_config import ConfigLists
 from rmqsim.strategies.go import GO_STRATEGIES
+from rmqsim.strategies.params import ConfigLists
 from tests.conformance import queues, records
 
 FILES = ("GO_AVG", "GO_AVG_BY_CIRCLE", "GO_CONSISTENT_HASH", "GO_MACHINE_ROOM", "GO_MACHINE_ROOM_NEARBY")

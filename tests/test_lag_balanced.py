@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqsim.stage.client_queues import client_queue_batches
-from tests.builders import route, route_batch
+from tests.builders import route, staged
 
 
 def _metrics(strategy: str, lags: list[int], clients: list[str]):
     # Backlog of queue q of the route's one broker b.
     backlogs = [{"broker_name": "b", "queue_id": q, "backlog": n} for q, n in enumerate(lags)]
-    rows = route_batch(
+    run = staged(
         [
             route(
                 strategies=[strategy],
@@ -25,8 +23,7 @@ def _metrics(strategy: str, lags: list[int], clients: list[str]):
             )
         ]
     )
-    got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
-    return got.iloc[0], got
+    return run.group_metrics.iloc[0], run.consumer_load
 
 
 def test_a_skewed_topic_under_avg_and_lag_balanced() -> None:
@@ -39,7 +36,7 @@ def test_a_skewed_topic_under_avg_and_lag_balanced() -> None:
     assert avg.max_backlog == 12100 and avg.mean_backlog == 3725.0
     # Greedy least-loaded, biggest first: 8000 to c0, 4000 to c1, 2000 to c2, then every 100 to
     # the least loaded, c3, whose 900 never catch up with c2's 2000.
-    assert got.set_index("client_id").client_backlog.to_dict() == {
+    assert got.set_index("client_id").backlog.to_dict() == {
         "c0": 8000,
         "c1": 4000,
         "c2": 2000,
@@ -57,15 +54,14 @@ def test_a_skewed_topic_under_avg_and_lag_balanced() -> None:
 )
 def test_no_client_ends_above_the_greedy_bound(lags, n_clients) -> None:
     clients = [f"c{i}" for i in range(n_clients)]
-    _, got = _metrics("LAG_BALANCED", lags, clients)
+    group, got = _metrics("LAG_BALANCED", lags, clients)
     bound = sum(lags) / n_clients + max(lags)
-    assert got.client_backlog.max() <= bound
-    assert got.queues.sum() == len(lags) and got.unassigned_queues.iloc[0] == 0  # one owner each
+    assert got.backlog.max() <= bound
+    assert got.queues.sum() == len(lags) and group.unassigned_queues == 0  # one owner each
 
 
 def test_without_offsets_it_deals_queues_like_avg_by_circle() -> None:
-    rows = route_batch(
+    run = staged(
         [route(strategies=["LAG_BALANCED"], topic="t", group="g", brokers={"b": 7}, clients=["x", "y", "z"])]
     )
-    got = pa.Table.from_batches(client_queue_batches(rows)).to_pandas().set_index("client_id")
-    assert got.queues.to_dict() == {"x": 3, "y": 2, "z": 2}
+    assert run.queues() == {"x": 3, "y": 2, "z": 2}

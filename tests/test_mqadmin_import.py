@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from rmqsim import cli
 from rmqsim.cli import main
 from rmqsim.errors import InputError
 from rmqsim.mqadmin import importer
@@ -127,9 +128,9 @@ def test_import_writes_a_snapshot(tmp_path) -> None:
 
 
 def test_strategy_arguments() -> None:
-    assert importer.parse_strategies(["AVG_BY_CIRCLE", "g=avg"]) == ("AVG_BY_CIRCLE", {"g": "AVG"})
+    assert cli.parse_strategies(["AVG_BY_CIRCLE", "g=avg"]) == ("AVG_BY_CIRCLE", {"g": "AVG"})
     with pytest.raises(InputError, match=r"arguments\.--strategy: unknown strategy 'NOPE'"):
-        importer.parse_strategies(["g=nope"])
+        cli.parse_strategies(["g=nope"])
     with pytest.raises(InputError, match="no consumerConnection/<group>.txt for group"):
         _import("v5", cg_nope="AVG")
 
@@ -191,8 +192,8 @@ def test_pop_where_the_broker_does_not_balance_is_imported_with_a_warning() -> N
     # cg_old is balanced by the proxy, cg_new by its clients: POP counts for neither.
     imported = importer.to_tables(
         importer.read_capture(str(DATA / "languages")),
-        rebalance=importer.parse_rebalances(["cg_old=proxy"]),
-        request_mode=importer.parse_request_modes(["POP"]),
+        rebalance=cli.parse_rebalances(["cg_old=proxy"]),
+        request_mode=cli.parse_request_modes(["POP"]),
     )
     assert imported.tables["groups"].column_names == [
         "group",
@@ -210,9 +211,9 @@ def test_pop_where_the_broker_does_not_balance_is_imported_with_a_warning() -> N
 
 
 def test_rebalance_and_request_mode_arguments() -> None:
-    rebalance = importer.parse_rebalances(["Broker", "g= proxy "])
+    rebalance = cli.parse_rebalances(["Broker", "g= proxy "])
     assert (rebalance.default, dict(rebalance.by_group)) == ("broker", {"g": "proxy"})
-    modes = importer.parse_request_modes(["pop", "g=POP:-1", "h=POP:0", "k=pull"])
+    modes = cli.parse_request_modes(["pop", "g=POP:-1", "h=POP:0", "k=pull"])
     assert modes.default == importer.RequestMode("POP", None)
     assert dict(modes.by_group) == {
         "g": importer.RequestMode("POP", -1),
@@ -269,11 +270,11 @@ def test_flags_naming_a_group_without_a_capture_are_errors() -> None:
     with pytest.raises(
         InputError, match=r"arguments\.--rebalance: no consumerConnection/<group>\.txt for group\(s\) cg_x"
     ):
-        importer.to_tables(capture, rebalance=importer.parse_rebalances(["cg_x=broker"]))
+        importer.to_tables(capture, rebalance=cli.parse_rebalances(["cg_x=broker"]))
     with pytest.raises(
         InputError, match=r"arguments\.--request-mode: no consumerConnection/<group>\.txt .* cg_y"
     ):
-        importer.to_tables(capture, request_mode=importer.parse_request_modes(["cg_y=POP"]))
+        importer.to_tables(capture, request_mode=cli.parse_request_modes(["cg_y=POP"]))
 
 
 def test_an_indented_capture_imports_as_the_saved_one(tmp_path) -> None:

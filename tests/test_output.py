@@ -16,21 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from rmqsim import simulate
 from rmqsim.config import SimulateConfig, sample_snapshot
 from rmqsim.errors import InputError
-from rmqsim.output import RunOutput
+from rmqsim.sink import arrow_sink, open_sink, spark_sink
+from rmqsim.sink.directory import RunDirectory
 
 TABLES = ("assignments", "group_metrics", "consumer_load", "rejects", "summary")
 
@@ -49,7 +40,7 @@ def first_run(spark, tmp_path_factory) -> Path:
     """_config's run, once: the tables the tests below compare with, or a copy of them that they
     try to overwrite."""
     out = tmp_path_factory.mktemp("first") / "out"
-    simulate.run(spark, _config(out))
+    simulate.run(spark, _config(out, sink="arrow"))
     return out
 
 
@@ -73,13 +64,14 @@ def _kept_blocks(spark) -> int:
 
 def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, first_run, tmp_path) -> None:
     kept = _kept_blocks(spark)
-    simulate.run(spark, _config(tmp_path / "b"))  # the same input again
+    simulate.run(spark, _config(tmp_path / "b", sink="spark"))  # the same input again, the other sink
     assert _kept_blocks(spark) == kept  # a run frees what it cached or checkpointed
     shuffled = _shuffled_sample(tmp_path / "shuffled")
-    simulate.run(spark, replace(_config(tmp_path / "c", partitions=3), snapshot=shuffled))
+    for kind, name in (("arrow", "c"), ("spark", "d")):
+        simulate.run(spark, replace(_config(tmp_path / name, partitions=3, sink=kind), snapshot=shuffled))
     for table in TABLES:
         a = spark.read.parquet(str(first_run / table))
-        for other in ("b", "c"):
+        for other in ("b", "c", "d"):
             b = spark.read.parquet(str(tmp_path / other / table))
             assert_df_equality(a, b, ignore_row_order=True, ignore_column_order=True)
 
@@ -87,64 +79,58 @@ def test_same_input_same_tables_whatever_the_row_order_or_task_layout(spark, fir
 def test_a_run_that_fails_midway_leaves_the_previous_result(spark, first_run, tmp_path, monkeypatch) -> None:
     out = shutil.copytree(first_run, tmp_path / "out")
     before = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
+    for sink in (arrow_sink.ArrowSink, spark_sink.SparkSink):
+        real_write = sink.write
 
-    real_write = simulate.write_rollup
+        def fail_on_summary(self, name, table, real_write=real_write):  # after the stage's tables
+            if name == "summary":
+                raise RuntimeError("killed")
+            real_write(self, name, table)
 
-    def fail_on_summary(output, spark, table, name, schema):  # after the client tables are written
-        if name == "summary":
-            raise RuntimeError("killed")
-        real_write(output, spark, table, name, schema)
-
-    monkeypatch.setattr(simulate, "write_rollup", fail_on_summary)
-    with pytest.raises(RuntimeError, match="killed"):
-        simulate.run(spark, _config(out))
-    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == before
-    assert not list(tmp_path.glob(".out.tmp-*"))  # the half-written staging directory is gone
+        monkeypatch.setattr(sink, "write", fail_on_summary)
+    for kind in ("arrow", "spark"):
+        with pytest.raises(RuntimeError, match="killed"):
+            simulate.run(spark, _config(out, sink=kind))
+        assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == before
+        assert not list(tmp_path.glob(".out.tmp-*"))  # the half-written staging directory is gone
 
 
-def test_a_small_table_written_by_this_process_reads_back_as_spark_writes_it(spark, tmp_path) -> None:
-    """write_rollup: pyarrow writes a local output's small tables, Spark the others (through Spark
-    Connect, hdfs://). Spark must read the same table from either: the schema's types, the rows in
-    their order, nulls kept."""
-    schema = StructType(
-        [
-            StructField("group", StringType()),
-            StructField("queues", IntegerType()),
-            StructField("moves", LongType()),
-            StructField("balance", DoubleType()),
-            StructField("settled", BooleanType()),
-            StructField("strategies", ArrayType(StringType())),
-        ]
-    )
+def test_a_table_the_driver_writes_reads_back_the_same_from_either_sink(spark, tmp_path) -> None:
+    """A table the driver holds: pyarrow writes it on a local output, Spark elsewhere. Spark must
+    read the same table from either: the schema's types and nullability, the rows in their order,
+    nulls kept."""
     # Columns in another order and wider integers than the schema's, as a rollup may build them.
     table = pa.table(
         {
-            "strategies": [["AVG", "STICKY"], None, []],
-            "settled": [True, None, False],
-            "balance": [1.25, None, 0.0],
-            "moves": pa.array([3, None, 2**40], pa.int64()),
-            "queues": pa.array([8, 4, None], pa.int64()),
-            "group": ["g1", None, "g3"],
+            "matched": [True, False, True],
+            "in_progress": [True, True, False],
+            "simulated_client_ids": [["c1", "c2"], [], ["c3"]],
+            "observed_client_ip": ["10.0.0.1", None, None],
+            "observed_client_id": ["c1", None, None],
+            "queue_id": pa.array([3, 0, 2**31 - 1], pa.int64()),
+            "broker_name": ["b", "b", "a"],
+            "group": ["g1", "g2", "g3"],
+            "topic": ["t", "u", "t"],
         }
     )
-    local = RunOutput(str(tmp_path / "local"))
-    elsewhere = RunOutput(str(tmp_path / "elsewhere"), remote=True)  # in place, through Spark
-    for output in (local, elsewhere):
-        simulate.write_rollup(output, spark, table, "rollup", schema)
-    by_driver = spark.read.parquet(local.table("rollup"))
-    by_spark = spark.read.parquet(elsewhere.table("rollup"))
+    for kind in ("arrow", "spark"):
+        open_sink(spark, str(tmp_path / kind), kind=kind, staged=False).write("validation_queues", table)
+    by_driver = spark.read.parquet(str(tmp_path / "arrow" / "validation_queues"))
+    by_spark = spark.read.parquet(str(tmp_path / "spark" / "validation_queues"))
     assert_df_equality(by_driver, by_spark)  # types, nullability and row order too
     assert [tuple(r) for r in by_driver.collect()] == [
-        ("g1", 8, 3, 1.25, True, ["AVG", "STICKY"]),
-        (None, 4, None, None, None, None),
-        ("g3", None, 2**40, 0.0, False, []),
+        ("t", "g1", "b", 3, "c1", "10.0.0.1", ["c1", "c2"], True, True),
+        ("u", "g2", "b", 0, None, None, [], True, False),
+        ("t", "g3", "a", 2**31 - 1, None, None, ["c3"], False, True),
     ]
+    files = [pq.read_schema(f) for kind in ("arrow", "spark") for f in (tmp_path / kind).rglob("part-*")]
+    assert files[0].field("queue_id").nullable is False and files[0].equals(files[1])
 
 
 def test_mode_error_refuses_an_existing_destination(tmp_path) -> None:
     (tmp_path / "out").mkdir()
     with pytest.raises(InputError, match="exists and --mode is error"):
-        RunOutput(str(tmp_path / "out"), mode="error")
+        RunDirectory(str(tmp_path / "out"), mode="error")
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -163,9 +149,9 @@ def test_a_run_killed_during_its_write_leaves_the_previous_result_intact(first_r
     )
     try:
         deadline = time.monotonic() + 300
-        # Killed once the allocation's tasks have started writing their tables (their directories
-        # are made first), a second or more before the run could publish.
-        while not list(tmp_path.glob(".out.tmp-*/assignments")):
+        # Killed once the allocation's tasks have started writing their tables (each attempt's
+        # directory beside the run is made first), a second or more before the run could publish.
+        while not list(tmp_path.glob(".out.tmp-*.tasks-*/task-*")):
             assert run.poll() is None, run.stderr.read().decode()[-3000:]
             assert time.monotonic() < deadline, "the run never started writing"
             time.sleep(0.05)

@@ -14,10 +14,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rmqsim.stage.client_queues import client_queue_batches
 from rmqsim.strategies import STRATEGIES
 from rmqsim.strategies.by_config import first_match
-from tests.builders import route, route_batch
+from tests.builders import route, staged
 
 ROOMS = ("hz-a", "hz-b")
 ONE_OWNER = {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY", "LAG_BALANCED", "MACHINE_ROOM_NEARBY"}
@@ -74,14 +73,9 @@ def fleets(draw) -> list[dict]:
 
 def _owned(rows: list[dict]) -> list[tuple]:
     """(strategy, topic, group, client, broker, queue id) of every owned queue, sorted."""
-    out = []
-    for batch in client_queue_batches(route_batch(rows)):
-        for r in batch.to_pylist():
-            out += [
-                (r["strategy"], r["topic"], r["group"], r["client_id"], q["broker_name"], q["queue_id"])
-                for q in r["owned"]
-            ]
-    return sorted(out)
+    got = staged(rows).assignments
+    columns = ["strategy", "topic", "group", "client_id", "broker_name", "queue_id"]
+    return sorted(map(tuple, got[columns].values.tolist()))
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from rmqsim import simulate
-from rmqsim.config import SimulateConfig
 from rmqsim.snapshot.checks import check_snapshot
 from rmqsim.snapshot.load import load_snapshot
 from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
+from tests.simulated import simulated
 
 
 def _snapshot(tmp_path) -> str:
@@ -76,9 +75,8 @@ EXPECTED = {
 }
 
 
-def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path) -> None:
-    out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(snapshot=_snapshot(tmp_path), out=out, strategies=None))
+def test_each_bad_row_is_rejected_with_its_reason(spark, tmp_path, sink) -> None:
+    out = str(simulated(spark, tmp_path, sink=sink, snapshot=_snapshot(tmp_path), strategies=None).out)
     rejects = spark.read.parquet(f"{out}/rejects").collect()
     assert {(r.source, r.reason) for r in rejects} == EXPECTED
     assert len(rejects) == 11  # weird has two clients
@@ -121,7 +119,7 @@ def test_strategies_all_ignores_the_configured_names(spark, tmp_path) -> None:
     assert checked.snapshot.consumers.num_rows == 8  # good a, b; hashy h1, h2; ringy r1, r2; weird w1, w2
 
 
-def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_path) -> None:
+def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_path, sink) -> None:
     # No queue_config, no consumer_idcs, no machine rooms: with every strategy asked for, the three
     # that read them are skipped for the (topic, group), each with a reject row saying why.
     snapshot = make_snapshot(
@@ -130,15 +128,8 @@ def test_compared_strategies_skip_groups_without_their_configuration(spark, tmp_
         topic_queues=queue_rows("t", {"b": 4}),
         consumers=consumer_rows("g", "t", ["x", "y"]),
     )
-    out = str(tmp_path / "out")
-    simulate.run(
-        spark,
-        SimulateConfig(
-            snapshot=snapshot,
-            out=out,
-            strategies=("AVG", "CONFIG", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY", "CONSISTENT_HASH"),
-        ),
-    )
+    strategies = ("AVG", "CONFIG", "MACHINE_ROOM", "MACHINE_ROOM_NEARBY", "CONSISTENT_HASH")
+    out = str(simulated(spark, tmp_path, sink=sink, snapshot=snapshot, strategies=strategies).out)
     rejects = {
         (json.loads(r.row)["strategy"], r.reason) for r in spark.read.parquet(f"{out}/rejects").collect()
     }

@@ -82,7 +82,7 @@ def _group_row(r: dict, group: str) -> dict:
     return row
 
 
-def test_conformance_records_round_trip_through_spark(spark, tmp_path) -> None:
+def test_conformance_records_round_trip_through_spark(spark, tmp_path, sink) -> None:
     recs, picker = _picked()
     brokers, topic_queues, consumers, groups, config, expected = set(), [], [], [], [], set()
     for r in recs:
@@ -132,7 +132,7 @@ def test_conformance_records_round_trip_through_spark(spark, tmp_path) -> None:
         queue_config=config,
     )
     out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(snapshot=snapshot, out=out, strategies=None))
+    simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
 
     got = spark.read.parquet(f"{out}/assignments").select(
         "strategy", "topic", "group", "client_id", "broker_name", "queue_id"

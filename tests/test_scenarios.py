@@ -10,6 +10,7 @@ from rmqsim.errors import InputError
 from rmqsim.scenarios import names, parse
 from rmqsim.stage.batches import OPTIONAL
 from tests.builders import make_snapshot, queue_rows
+from tests.simulated import simulated
 
 BROKERS = [
     {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}
@@ -40,12 +41,11 @@ def _snapshot(tmp_path) -> str:
     )
 
 
-def _run(spark, tmp_path, text: str, strategies=("AVG",)):
-    path = tmp_path / "scenarios.yml"
-    path.write_text(text)
-    out = str(tmp_path / "out")
-    simulate.run(spark, SimulateConfig(_snapshot(tmp_path), out, strategies=strategies, scenarios=str(path)))
-    return out
+def _run(sink: str, spark, tmp_path, text: str, strategies=("AVG",)) -> str:
+    run = simulated(
+        spark, tmp_path, sink=sink, snapshot=_snapshot(tmp_path), scenarios=text, strategies=strategies
+    )
+    return str(run.out)
 
 
 CHURN = """
@@ -71,8 +71,9 @@ def _movement(spark, out: str) -> dict[tuple[int, int], object]:
     return {(r.from_phase, r.to_phase): r for r in spark.read.parquet(f"{out}/movement").collect()}
 
 
-def test_shrinking_write_queues_first_moves_nothing_and_read_queues_then_move(spark, tmp_path) -> None:
+def test_shrinking_write_queues_first_moves_nothing_and_read_queues_then_move(spark, tmp_path, sink) -> None:
     out = _run(
+        sink,
         spark,
         tmp_path,
         """
@@ -104,8 +105,9 @@ scenarios:
     assert m[(0, 2)].moved == 0
 
 
-def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path) -> None:
+def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path, sink) -> None:
     out = _run(
+        sink,
         spark,
         tmp_path,
         CHURN,
@@ -131,8 +133,9 @@ def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path) -> None:
     ]
 
 
-def test_recommendation_weighs_balance_then_moves(spark, tmp_path) -> None:
+def test_recommendation_weighs_balance_then_moves(spark, tmp_path, sink) -> None:
     out = _run(
+        sink,
         spark,
         tmp_path,
         CHURN,
@@ -151,8 +154,9 @@ def test_recommendation_weighs_balance_then_moves(spark, tmp_path) -> None:
     assert (r.consumers, r.useful_consumers) == (2, 2)
 
 
-def test_set_strategy_changes_the_configured_strategy_and_moves_queues(spark, tmp_path) -> None:
+def test_set_strategy_changes_the_configured_strategy_and_moves_queues(spark, tmp_path, sink) -> None:
     out = _run(
+        sink,
         spark,
         tmp_path,
         """
@@ -168,8 +172,9 @@ scenarios:
     assert (m.strategy, m.moved, m.min_moves) == ("AVG_BY_CIRCLE", 4, 0)
 
 
-def test_add_brokers_takes_each_topics_usual_counts(spark, tmp_path) -> None:
+def test_add_brokers_takes_each_topics_usual_counts(spark, tmp_path, sink) -> None:
     out = _run(
+        sink,
         spark,
         tmp_path,
         """

@@ -1,23 +1,28 @@
-"""The client rows' tables written by the Python tasks (stage.task_tables) against the same tables
-written by Spark (simulate.write_client_tables): what a local output and a remote one hold."""
+"""The two sinks (rmqsim.sink): the same tables whoever writes them, and tasks that commit as Spark's
+own writers do. (Every simulate-level test runs on both sinks: tests/simulated.py.)"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from pyspark.sql import functions as F
 
-from rmqsim import simulate
+from rmqsim import schemas, simulate
+from rmqsim.compare_runs import compare_runs
 from rmqsim.config import SimulateConfig, sample_scenarios, sample_snapshot
-from rmqsim.output import RunOutput, partition_directory
-from rmqsim.stage import spark as stage
-from rmqsim.stage.client_queues import client_queue_batches
-from rmqsim.stage.task_tables import CLIENT_TABLES, MOVEMENT, TaskTables
+from rmqsim.sink import open_sink
+from rmqsim.sink.arrow_sink import StageJob
+from rmqsim.sink.layout import partition_directory
+from rmqsim.stage import tasks
 from tests.builders import route, route_batch
-from tests.processes import same_tables
+
+STAGE = schemas.STAGE_TABLES
 
 
 def _routes(spark, strategies: tuple[str, ...]):
@@ -29,40 +34,43 @@ def _routes(spark, strategies: tuple[str, ...]):
     )
     built = simulate.build_group_routes(spark, config)
     routes = spark.createDataFrame(built.group_routes)
-    return stage.partition_by_group(routes, partitions=3, absent=built.absent)
+    return tasks.partition_by_group(routes, partitions=3, absent=built.absent)
 
 
-def test_the_tasks_write_the_tables_spark_writes(spark, tmp_path) -> None:
-    """The sample's scenarios with five strategies, over three tasks: the same schema and rows
-    either way (bench/compare_runs.py compares them as multisets)."""
+def test_both_sinks_write_the_same_stage_tables(spark, tmp_path) -> None:
+    """The sample's scenarios with five strategies, over three tasks: the same columns, types,
+    nullability and rows (as multisets) whoever writes them."""
     routes = _routes(spark, ("AVG", "CONSISTENT_HASH", "MACHINE_ROOM", "CONFIG", "STICKY"))
-    tables = TaskTables.empty(str(tmp_path / "tasks"), movement=True)
-    stage.task_tables(routes, tables).write.format("noop").mode("overwrite").save()
-    tables.complete()
-    by_spark = RunOutput(str(tmp_path / "spark"), remote=True)  # written in place, by Spark
-    simulate.write_client_tables(by_spark, stage.client_queues(routes))
-    simulate.write_table(by_spark, stage.movement(routes), MOVEMENT, "scenario", "strategy")
-    assert sorted(same_tables(tmp_path / "spark", tmp_path / "tasks")) == sorted([*CLIENT_TABLES, MOVEMENT])
-    assert spark.read.parquet(str(tmp_path / "tasks" / MOVEMENT)).where("moved > 0").count() > 0
-    for table in tables.tables:
-        assert (tmp_path / "tasks" / table / "_SUCCESS").exists()
+    for kind in ("arrow", "spark"):
+        sink = open_sink(spark, str(tmp_path / kind), kind=kind, staged=False)
+        sink.run_stage(routes, STAGE)
+    results = compare_runs(tmp_path / "spark", tmp_path / "arrow")
+    assert [(r.name, r.equal) for r in results] == [(t, True) for t in sorted(STAGE)], results
+    assert spark.read.parquet(str(tmp_path / "arrow" / "movement")).where("moved > 0").count() > 0
+    for table in STAGE:
+        assert (tmp_path / "arrow" / table / "_SUCCESS").exists()
     # Three tasks, each with one file in each (scenario, strategy) directory it has rows for.
     written = sorted(
-        p.name for p in (tmp_path / "tasks" / "assignments").glob("scenario=broker-b-restart/strategy=AVG/*")
+        p.name for p in (tmp_path / "arrow" / "assignments").glob("scenario=broker-b-restart/strategy=AVG/*")
     )
     assert written == [f"part-{t:05d}.snappy.parquet" for t in range(3)]
+    assert not [p for p in tmp_path.iterdir() if ".tasks-" in p.name]  # the attempts' directory is gone
 
 
 def test_a_part_file_holds_plain_strings_and_the_tables_types(tmp_path) -> None:
     """The assignments' repeated strings are written dictionary-encoded; a reader must still see
     strings, and the contract's int32 phase and queue_id."""
     rows = route_batch([route(brokers={"b": 3}, clients=["c1", "c2"])])
-    tables = TaskTables.empty(str(tmp_path), movement=False)
-    with tables.task(0, 0) as files:
-        for batch in client_queue_batches(rows):
-            files.write_client_rows(batch)
-    part = tmp_path / "assignments" / "scenario=s" / "strategy=AVG" / "part-00000.snappy.parquet"
-    read = pq.read_table(part)
+    files = StageJob(str(tmp_path), ("assignments",)).attempt(0, 0)
+    written = files.directory
+    from rmqsim.stage.outputs import stage_outputs
+
+    for batch in stage_outputs(rows, ("assignments",))["assignments"]:
+        files.write("assignments", batch)
+    files.close()
+    read = pq.read_table(
+        Path(written) / "assignments" / "scenario=s" / "strategy=AVG" / "part-00000.snappy.parquet"
+    )
     assert read.schema.field("client_id").type == pa.string()
     assert read.schema.field("phase").type == read.schema.field("queue_id").type == pa.int32()
     # AVG, 3 queues over 2 clients: c1 gets b:0 and b:1 (3 // 2 + the remainder), c2 gets b:2.
@@ -70,27 +78,90 @@ def test_a_part_file_holds_plain_strings_and_the_tables_types(tmp_path) -> None:
     assert pairs == [("c1", 0), ("c1", 1), ("c2", 2)]
 
 
-def test_a_failed_task_leaves_no_file_a_reader_sees(tmp_path) -> None:
-    rows = route_batch([route(brokers={"b": 4}, clients=["c1"])])
-    tables = TaskTables.empty(str(tmp_path), movement=False)
-    with pytest.raises(RuntimeError, match="killed"), tables.task(1, 0) as files:
-        for batch in client_queue_batches(rows):
-            files.write_client_rows(batch)
-        raise RuntimeError("killed")
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
-    # The retry writes the same file name, in place.
-    for attempt in (1, 2):
-        with tables.task(1, attempt) as files:
-            for batch in client_queue_batches(rows):
-                files.write_client_rows(batch)
-    written = [p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()]
-    assert sorted(map(str, written)) == [
-        f"{t}/scenario=s/strategy=AVG/part-00001.snappy.parquet" for t in sorted(CLIENT_TABLES)
-    ]
+FLAKY = '''
+    import sys, time
+    from rmqsim import config, session, simulate
+    from rmqsim.sink import arrow_sink
+    from rmqsim.sink.arrow_sink import StageJob
+
+
+    class Flaky(StageJob):
+        """Task 0's first attempt writes its files and dies; task 1's first is slow enough to be
+        speculated (and is then killed, or finishes after its copy)."""
+
+        def attempt(self, task, attempt):
+            files = super().attempt(task, attempt)
+            if attempt == 0 and task in (0, 1):
+                close = files.close
+
+                def dying():
+                    batch = close()
+                    if task == 0:
+                        raise RuntimeError("task 0 dies after writing")
+                    time.sleep(3)
+                    return batch
+
+                files.close = dying
+            return files
+
+
+    arrow_sink.ArrowSink.Job = Flaky
+    spark = session.build_session(
+        master="local[3,2]",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.speculation": "true",
+            "spark.speculation.interval": "100ms",
+            "spark.speculation.multiplier": "1.5",
+            "spark.speculation.quantile": "0.1",
+            "spark.speculation.minTaskRuntime": "500ms",
+        },
+    )
+    snapshot, scenarios, out = sys.argv[1:4]
+    simulate.run(spark, config.SimulateConfig(
+        snapshot=snapshot, out=out, scenarios=scenarios, strategies=("AVG", "STICKY"), partitions=3,
+        sink="arrow",
+    ))
+'''
+
+
+def test_failed_and_speculative_attempts_leave_nothing_in_the_run(spark, tmp_path) -> None:
+    """A task that dies after writing its files is retried, and one slow enough is speculated:
+    only the attempts Spark kept are in the run, whose tables equal a run without either, and
+    no attempt's directory is left beside it."""
+    script = tmp_path / "flaky.py"
+    script.write_text(textwrap.dedent(FLAKY))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    args = [str(sample_snapshot()), str(sample_scenarios())]
+    done = subprocess.run(
+        [sys.executable, str(script), *args, str(tmp_path / "flaky")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "task 0 dies after writing" in done.stderr  # the failure happened, and was retried
+    assert "speculative" in done.stderr.lower()  # and a copy of the slow task was started
+    simulate.run(
+        spark,
+        SimulateConfig(
+            snapshot=args[0],
+            out=str(tmp_path / "calm"),
+            scenarios=args[1],
+            strategies=("AVG", "STICKY"),
+            partitions=3,
+        ),
+    )
+    assert all(r.equal for r in compare_runs(tmp_path / "calm", tmp_path / "flaky"))
+    files = [p.relative_to(tmp_path / "flaky") for p in (tmp_path / "flaky").rglob("*") if p.is_file()]
+    assert not [f for f in files if "attempt" in str(f) or f.name.startswith(".")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calm", "flaky", "flaky.py"]
 
 
 def test_partition_directories_are_named_as_spark_names_them(spark, tmp_path) -> None:
-    """Scenario names are the user's: Spark escapes some characters of a partition's value."""
+    """Scenario names are the user's: a partition's value is escaped as Spark escapes it, and
+    Spark reads it back as the name it was."""
     names = ["plain", "a/b", "x=y:z", "50%", "tab\there", "{[braces]}^", "space é ü", "'q'\"#*?\\"]
     df = spark.createDataFrame([(n, "AVG", 1) for n in names], "scenario string, strategy string, v int")
     df.write.partitionBy("scenario", "strategy").parquet(str(tmp_path / "t"))
@@ -98,10 +169,11 @@ def test_partition_directories_are_named_as_spark_names_them(spark, tmp_path) ->
     ours = sorted(partition_directory([("scenario", n), ("strategy", "AVG")]) for n in names)
     assert by_spark == ours
     back = spark.read.parquet(str(tmp_path / "t")).select(F.col("scenario")).collect()
-    assert sorted(r.scenario for r in back) == sorted(names)  # and they read back as given
+    assert sorted(r.scenario for r in back) == sorted(names)
 
 
 def test_a_run_on_a_local_output_has_no_hidden_leftovers(sample_run: Path) -> None:
-    """The demo's run (a local output): no temporary file of a task is left behind."""
-    for table in (*CLIENT_TABLES, MOVEMENT):
-        assert not [p for p in (sample_run / table).rglob(".part-*.tmp")]
+    """The demo's run (a local output, the arrow sink): no attempt's directory or file is left
+    in it or beside it."""
+    assert not [p for p in sample_run.rglob("*") if p.name.startswith(".") and not p.name.endswith(".crc")]
+    assert not [p for p in sample_run.parent.iterdir() if p.name.startswith(".")]

@@ -18,12 +18,12 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from rmqsim import simulate
-from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.scenarios import apply, names, parse
+from rmqsim.sink import KINDS as SINKS
 from rmqsim.snapshot.load import load_snapshot
 from tests.builders import make_snapshot, queue_rows
+from tests.simulated import simulated
 
 SCENARIOS = """
 scenarios:
@@ -67,17 +67,18 @@ def _snapshot(tmp_path) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def run(spark, tmp_path_factory):
+@pytest.fixture(scope="module", params=SINKS)
+def run(spark, tmp_path_factory, request):
     tmp_path = tmp_path_factory.mktemp("stale")
-    path = tmp_path / "scenarios.yml"
-    path.write_text(SCENARIOS)
-    out = str(tmp_path / "out")
-    result = simulate.run(
+    done = simulated(
         spark,
-        SimulateConfig(_snapshot(tmp_path), out, strategies=("AVG", "AVG_BY_CIRCLE"), scenarios=str(path)),
+        tmp_path,
+        sink=request.param,
+        snapshot=_snapshot(tmp_path),
+        scenarios=SCENARIOS,
+        strategies=("AVG", "AVG_BY_CIRCLE"),
     )
-    return out, result
+    return str(done.out), done.result
 
 
 def _metrics(spark, out: str) -> dict[tuple, tuple]:
@@ -161,21 +162,16 @@ def test_a_stale_client_keeps_reading_a_queue_of_a_broker_that_went_down(spark, 
     assert got == {"AVG": (1, 0), "AVG_BY_CIRCLE": (0, 0)}
 
 
-def test_every_strategy_gives_stale_clients_their_old_share_and_the_others_todays(spark, tmp_path) -> None:
+def test_every_strategy_gives_stale_clients_their_old_share_and_the_others_todays(
+    spark, tmp_path, sink
+) -> None:
     # An invariant, whatever the strategy: in the stale phase a stale client owns what it owned in
     # the view phase (0), and every other client what it owned in phase 1.
-    path = tmp_path / "scenarios.yml"
-    path.write_text(SCENARIOS)
-    out_all = str(tmp_path / "all")
-    simulate.run(
-        spark,
-        SimulateConfig(
-            _snapshot(tmp_path),
-            out_all,
-            strategies=("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY", "LAG_BALANCED"),
-            scenarios=str(path),
-        ),
+    strategies = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY", "LAG_BALANCED")
+    done = simulated(
+        spark, tmp_path, sink=sink, snapshot=_snapshot(tmp_path), scenarios=SCENARIOS, strategies=strategies
     )
+    out_all = str(done.out)
     a = spark.read.parquet(f"{out_all}/assignments").where("scenario = 'join'").collect()
     owned: dict[tuple, set] = {}
     for r in a:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rmqsim.stage.movement import movement_batches
 from rmqsim.strategies import allocate_one
-from tests.builders import phase_routes
+from tests.builders import phase_routes, staged
 
 
 def _movement(phases, strategy):
@@ -53,17 +53,16 @@ def test_sticky_stays_balanced_and_moves_exactly_min_moves(phases) -> None:
     moves = pa.Table.from_batches(movement_batches(rows)).to_pandas()
     consecutive = moves[moves.to_phase == moves.from_phase + 1]
     assert (consecutive.moved == consecutive.min_moves).all()
-    from rmqsim.stage.client_queues import client_queue_batches
-
-    clients = pa.Table.from_batches(client_queue_batches(rows)).to_pandas()
+    run = staged(rows)
+    clients = run.consumer_load  # one topic: each client's load is its queues of it
     spread = clients.groupby("phase").queues.agg(lambda q: q.max() - q.min())
     assert (spread <= 1).all()  # within one queue per client in every phase
-    groups = clients[clients.first_in_group]  # the rows that carry the group's metrics
+    groups = run.group_metrics
     assert (groups.unassigned_queues == 0).all() and (groups.multi_owned_queues == 0).all()
     assert np.all(clients.queues.to_numpy() >= 0)
 
 
-def test_sticky_gives_the_same_answer_however_the_input_rows_are_ordered(spark, tmp_path) -> None:
+def test_sticky_gives_the_same_answer_however_the_input_rows_are_ordered(spark, tmp_path, sink) -> None:
     import random
 
     from rmqsim import simulate
@@ -89,7 +88,9 @@ def test_sticky_gives_the_same_answer_however_the_input_rows_are_ordered(spark, 
             tmp_path / f"snap{k}", brokers=ordered[1], topic_queues=ordered[0], consumers=rows
         )
         out = str(tmp_path / f"out{k}")
-        simulate.run(spark, SimulateConfig(snap, out, strategies=("STICKY",), scenarios=str(scenario)))
+        simulate.run(
+            spark, SimulateConfig(snap, out, strategies=("STICKY",), scenarios=str(scenario), sink=sink)
+        )
         tables.append(
             sorted(
                 tuple(r)

@@ -16,6 +16,7 @@ import pytest
 from rmqsim import config, simulate
 from rmqsim.errors import InputError
 from rmqsim.mqadmin import importer
+from rmqsim.sink import KINDS as SINKS
 from rmqsim.validate import diagnose
 from rmqsim.validate import run as validate
 from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows, route
@@ -27,22 +28,24 @@ def _by_group(result: validate.ValidationResult) -> dict[str, dict]:
     return {r["group"]: r for r in result.groups}
 
 
-@pytest.fixture(scope="module")
-def v4_9(spark, tmp_path_factory) -> validate.ValidationResult:
+@pytest.fixture(scope="module", params=SINKS)
+def v4_9(spark, tmp_path_factory, request) -> validate.ValidationResult:
     """The 4.9 capture, validated with a simulation made here."""
     root = tmp_path_factory.mktemp("v4_9")
     importer.import_mqadmin(str(DATA / "v4_9"), str(root / "snap"), strategies={"cg_audit": "AVG_BY_CIRCLE"})
-    return validate.run(spark, validate.ValidateConfig(snapshot=str(root / "snap"), out=str(root / "out")))
+    return validate.run(
+        spark, validate.ValidateConfig(snapshot=str(root / "snap"), out=str(root / "out"), sink=request.param)
+    )
 
 
-@pytest.fixture(scope="module")
-def v5(spark, tmp_path_factory) -> validate.ValidationResult:
+@pytest.fixture(scope="module", params=SINKS)
+def v5(spark, tmp_path_factory, request) -> validate.ValidationResult:
     """The 5.x capture, validated against a `simulate --strategies configured` run."""
     root = tmp_path_factory.mktemp("v5")
     snap, run = str(root / "snap"), str(root / "run")
     importer.import_mqadmin(str(DATA / "v5"), snap, strategies={"cg_stock": "AVG_BY_CIRCLE"})
-    simulate.run(spark, config.SimulateConfig(snapshot=snap, out=run, strategies=None))
-    return validate.run(spark, validate.ValidateConfig(snapshot=snap, out=run, run=run))
+    simulate.run(spark, config.SimulateConfig(snapshot=snap, out=run, strategies=None, sink=request.param))
+    return validate.run(spark, validate.ValidateConfig(snapshot=snap, out=run, run=run, sink=request.param))
 
 
 def test_4_9_matches_where_the_strategy_is_the_configured_one(v4_9) -> None:

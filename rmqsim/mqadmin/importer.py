@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -46,13 +46,11 @@ from rmqsim.mqadmin.consumer_progress import ConsumerProgress
 from rmqsim.mqadmin.lines import error
 from rmqsim.mqadmin.topic_route import TopicRoute
 from rmqsim.snapshot.write import arrow_table, write_snapshot
-from rmqsim.strategies import STRATEGIES
 
 CLUSTER_LIST = "clusterList.txt"
 TOPIC_ROUTE = "topicRoute"
 CONSUMER_CONNECTION = "consumerConnection"
 CONSUMER_PROGRESS = "consumerProgress"
-REBALANCES = tuple(r.lower() for r in schemas.REBALANCES)  # as the contract spells them: client, ...
 
 T = TypeVar("T")
 
@@ -144,87 +142,6 @@ class PerGroup(Generic[T]):
 class RequestMode:
     mode: str  # PULL or POP
     pop_share_queue_num: int | None = None  # POP:N; None: the column's default (-1)
-
-
-def _per_group(values: Sequence[str], flag: str, form: str, read: Callable[[str, str], T]) -> PerGroup[T]:
-    """A repeatable flag's ``GROUP=VALUE`` and ``VALUE`` arguments, each value read by ``read``
-    (given the value and the whole argument, for messages); the last one for a group wins."""
-    default, by_group = None, {}
-    for value in values:
-        group, sep, raw = value.rpartition("=")
-        parsed = read(raw.strip(), value)
-        if not sep:
-            default = parsed
-        elif not group.strip():
-            raise InputError("arguments", flag, f"expected GROUP={form} or {form}, got {value!r}")
-        else:
-            by_group[group.strip()] = parsed
-    return PerGroup(default, by_group)
-
-
-def _strategy(name: str, value: str) -> str:
-    name = name.upper()
-    if name not in STRATEGIES:
-        raise InputError(
-            "arguments",
-            "--strategy",
-            f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
-        )
-    return name
-
-
-def _rebalance(name: str, value: str) -> str:
-    if name.lower() not in REBALANCES:
-        raise InputError(
-            "arguments",
-            "--rebalance",
-            f"unknown rebalance {name!r} in {value!r}; choose from {', '.join(REBALANCES)}",
-        )
-    return name.lower()
-
-
-def _request_mode(text: str, value: str) -> RequestMode:
-    mode, sep, number = text.partition(":")
-    mode = mode.strip().upper()
-    if mode not in schemas.REQUEST_MODES:
-        raise InputError(
-            "arguments",
-            "--request-mode",
-            f"unknown request mode {mode!r} in {value!r}; choose from PULL, POP or POP:N",
-        )
-    if not sep:
-        return RequestMode(mode)
-    if mode != "POP":
-        raise InputError("arguments", "--request-mode", f"only POP takes a number (POP:N), got {value!r}")
-    try:
-        n = int(number.strip())
-    except ValueError:
-        n = None
-    if n is None or not -(2**31) <= n < 2**31:
-        raise InputError(
-            "arguments",
-            "--request-mode",
-            f"POP:N takes a whole number N (pop_share_queue_num), got {number.strip()!r} in {value!r}",
-        )
-    return RequestMode(mode, n)
-
-
-def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
-    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
-    parsed = _per_group(values, "--strategy", "NAME", _strategy)
-    return parsed.default, dict(parsed.by_group)
-
-
-def parse_rebalances(values: Sequence[str]) -> PerGroup[str]:
-    """``--rebalance`` values: ``GROUP=broker`` (client, broker or proxy, any case) for one group,
-    a bare value for every other group; written in lower case, as the contract spells them."""
-    return _per_group(values, "--rebalance", "client|broker|proxy", _rebalance)
-
-
-def parse_request_modes(values: Sequence[str]) -> PerGroup[RequestMode]:
-    """``--request-mode`` values: ``GROUP=POP:N``, ``GROUP=POP`` or ``GROUP=PULL`` for one group, a
-    bare value for every other group."""
-    return _per_group(values, "--request-mode", "PULL|POP[:N]", _request_mode)
 
 
 def to_tables(

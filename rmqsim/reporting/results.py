@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from rmqsim.errors import InputError
-from rmqsim.output import RUN_MARK
+from rmqsim.sink.directory import RUN_MARK
 
 
 def load_table(

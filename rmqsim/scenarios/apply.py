@@ -1,9 +1,9 @@
 """Scenario steps applied to a checked snapshot's Arrow tables (docs/CONTRACT.md, section 3).
 
 Phase 0 of every scenario is the snapshot; phase k is phase k-1 with step k applied. ``phased``
-stacks every phase of every scenario into one set of tables keyed by (scenario, phase), with SQL's
-nulls (the steps were first written in Spark SQL): a filter drops a row whose condition is null,
-and a ``when`` whose condition is null keeps the old value.
+stacks every phase of every scenario into one set of tables keyed by (scenario, phase). A null
+proves nothing: a step drops a row only where its condition holds, and changes a value only where
+its condition holds (a null condition keeps the old value).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 from rmqsim.errors import InputError
 from rmqsim.scenarios import parse as sc
 from rmqsim.scenarios.seeded import seeded_order
+from rmqsim.schemas import PHASE
 from rmqsim.snapshot.load import Snapshot
 
-PHASE = ("scenario", "phase")
 PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
 STALE_VIEWS = pa.schema(
     [
@@ -58,8 +58,8 @@ def _constant(value: object, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def _with_column(table: pa.Table, name: str, values, *, every_row: bool = False) -> pa.Table:
-    """``table`` with column ``name`` replaced. ``every_row``: the values are a literal that is
-    not null on every row (Spark's CASE WHEN TRUE), so the column is not null either."""
+    """``table`` with column ``name`` replaced. ``every_row``: the values are a constant that is
+    not null on every row, so the column is not null either."""
     field = table.schema.field(name)
     return table.set_column(
         table.schema.get_field_index(name), field.with_nullable(field.nullable and not every_row), values
@@ -70,7 +70,7 @@ def _rows(
     schema: pa.Schema, n: int, given: dict[str, object], not_null: frozenset[str] = frozenset()
 ) -> pa.Table:
     """``n`` rows of ``schema``: the ``given`` arrays, null in every other column. Every column is
-    nullable but ``not_null`` (where Spark's expression for it is a literal that is not null)."""
+    nullable but ``not_null`` (where the value given is a constant that is not null)."""
     fields = [f.with_nullable(f.name not in not_null) for f in schema]
     return pa.table(
         [given[f.name] if f.name in given else pa.nulls(n, f.type) for f in fields], schema=pa.schema(fields)
@@ -78,7 +78,7 @@ def _rows(
 
 
 def _union(*tables: pa.Table) -> pa.Table:
-    """Spark's union: the rows of every table, a column nullable where any table's is."""
+    """The rows of every table, a column nullable where any table's is."""
     schema = pa.schema(
         [f.with_nullable(any(t.schema.field(f.name).nullable for t in tables)) for f in tables[0].schema]
     )
@@ -319,8 +319,8 @@ def phased(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
     """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase), those
     two columns first. Offsets and CONFIG lists describe the fleet, not a phase: they stay.
 
-    The key columns are nullable where Spark's are: in a table some of whose phases share one
-    state (Spark cross joins such a state with its keys, and literal keys are not null)."""
+    The key columns are not null where every phase's table names its own keys, and nullable in a
+    table some of whose phases share one state."""
     if not scenarios:
         raise InputError("arguments", "--scenarios", "no scenario to run")
     shared: dict[str, dict[int, tuple[pa.Table, list[tuple[str, int]]]]] = {t: {} for t in PHASED}

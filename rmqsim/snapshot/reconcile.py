@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema  # a type mapping only
 
 from rmqsim import schemas
 from rmqsim.snapshot.load import Snapshot
 
 TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
-SCHEMA = to_arrow_schema(schemas.RECONCILIATION)
+SCHEMA = schemas.arrow(schemas.RECONCILIATION)
 
 
 def reconciliation(read: Snapshot, used: Snapshot, rejects: pa.Table) -> pa.Table:

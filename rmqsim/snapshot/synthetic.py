@@ -124,8 +124,37 @@ def room_names(n: int) -> list[str]:
 
 
 def generate(spec: FleetSpec) -> dict[str, pa.Table]:
+    """The fleet's snapshot tables, the same for a spec every time (one random generator, drawn
+    from in this order)."""
     rng = np.random.default_rng(spec.seed)
     rooms = room_names(spec.rooms)
+    brokers, broker_names = _brokers(spec, rooms)
+    n_topics, n_groups = _sizes(spec)
+    topic_queues, topic_names = _topics(spec, rng, n_topics, broker_names)
+    subs = _subscriptions(spec, rng, n_topics, n_groups)
+    clients = _clients(spec, rng, subs.n_groups, rooms)
+    tables = {
+        "brokers": brokers,
+        "topic_queues": topic_queues,
+        "consumers": _consumers(subs, clients, topic_names, rooms),
+        "groups": _groups(spec, rng, subs, clients, rooms),
+    }
+    if spec.queue_config:
+        tables["queue_config"] = _queue_config(
+            topic_queues,
+            subs.group,
+            subs.topic,
+            clients.counts,
+            clients.first,
+            clients.group_names,
+            topic_names,
+            clients.ids,
+        )
+    return tables
+
+
+def _brokers(spec: FleetSpec, rooms: list[str]) -> tuple[pa.Table, np.ndarray]:
+    """Every broker a master and a slave, alive, in the rooms in turn; and the broker names."""
     n_b = spec.brokers
     broker_room = np.array([rooms[i % len(rooms)] for i in range(n_b)], dtype=object)
     prefix = [f"{broker_room[i]}@" if spec.room_broker_names else "" for i in range(n_b)]
@@ -141,23 +170,30 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
             "alive": [True] * (2 * n_b),
         },
     )
+    return brokers, broker_names
 
-    # Sizes: about spec.assignments (queue, group) pairs, from the mean queues per topic.
+
+def _sizes(spec: FleetSpec) -> tuple[int, int | None]:
+    """(topics, groups) for about spec.assignments (queue, group) pairs, from the mean queues per
+    topic; groups None where each topic draws its own."""
     if spec.queues_per_topic:
         mean_queues = _mean(spec.queues_per_topic)
     elif spec.brokers_per_topic:
         mean_queues = _mean(spec.brokers_per_topic) * QUEUES_PER_BROKER.mean()
     else:
-        mean_queues = BROKERS_PER_TOPIC.clip(max=n_b).mean() * QUEUES_PER_BROKER.mean()
+        mean_queues = BROKERS_PER_TOPIC.clip(max=spec.brokers).mean() * QUEUES_PER_BROKER.mean()
     if spec.groups_per_topic:
-        n_topics = max(1, round(spec.assignments / (mean_queues * _mean(spec.groups_per_topic))))
-    else:
-        mean_subs = TOPICS_PER_GROUP.mean()
-        n_groups = max(1, round(spec.assignments / (mean_queues * mean_subs)))
-        n_topics = max(3, n_groups // 2)
+        return max(1, round(spec.assignments / (mean_queues * _mean(spec.groups_per_topic)))), None
+    n_groups = max(1, round(spec.assignments / (mean_queues * TOPICS_PER_GROUP.mean())))
+    return max(3, n_groups // 2), n_groups
 
-    # Topics: each on a few distinct brokers, with a queue count per broker (or one per topic,
-    # split evenly over its brokers, the first few by the random order one more).
+
+def _topics(
+    spec: FleetSpec, rng: np.random.Generator, n_topics: int, broker_names: np.ndarray
+) -> tuple[pa.Table, np.ndarray]:
+    """Topics, each on a few distinct brokers with a queue count per broker (or one per topic,
+    split evenly over its brokers, the first few by the random order one more); and their names."""
+    n_b = spec.brokers
     if spec.brokers_per_topic:
         k = _draw(rng, spec.brokers_per_topic, n_topics)
     else:
@@ -190,22 +226,49 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
             "perm": perm,
         },
     )
+    return topic_queues, topic_names
 
+
+@dataclass(frozen=True)
+class Subscriptions:
+    """Which group reads which topic: a pair per (group, topic)."""
+
+    group: np.ndarray
+    topic: np.ndarray
+    n_groups: int
+
+
+def _subscriptions(
+    spec: FleetSpec, rng: np.random.Generator, n_topics: int, n_groups: int | None
+) -> Subscriptions:
     if spec.groups_per_topic:
-        # Groups: each reads one topic, every topic read by a few groups.
+        # Each group reads one topic, every topic read by a few groups.
         per_topic = _draw(rng, spec.groups_per_topic, n_topics)
         n_groups = int(per_topic.sum())
-        sub_group, sub_topic = np.arange(n_groups), np.repeat(np.arange(n_topics), per_topic)
-    else:
-        # Groups: popular topics (Zipf-like) are read by many groups.
-        popularity = 1.0 / np.arange(1, n_topics + 1) ** 0.6
-        popularity = rng.permutation(popularity / popularity.sum())
-        subs = rng.choice(TOPICS_PER_GROUP, n_groups)
-        sub_group = np.repeat(np.arange(n_groups), subs)
-        sub_topic = rng.choice(n_topics, len(sub_group), p=popularity)
-        pairs = np.unique(sub_group * n_topics + sub_topic)  # a group reads a topic once
-        sub_group, sub_topic = pairs // n_topics, pairs % n_topics
+        return Subscriptions(np.arange(n_groups), np.repeat(np.arange(n_topics), per_topic), n_groups)
+    assert n_groups is not None
+    # Popular topics (Zipf-like) are read by many groups.
+    popularity = 1.0 / np.arange(1, n_topics + 1) ** 0.6
+    popularity = rng.permutation(popularity / popularity.sum())
+    subs = rng.choice(TOPICS_PER_GROUP, n_groups)
+    sub_group = np.repeat(np.arange(n_groups), subs)
+    sub_topic = rng.choice(n_topics, len(sub_group), p=popularity)
+    pairs = np.unique(sub_group * n_topics + sub_topic)  # a group reads a topic once
+    return Subscriptions(pairs // n_topics, pairs % n_topics, n_groups)
 
+
+@dataclass(frozen=True)
+class Clients:
+    """Every group's clients: their count and first index per group, ids, rooms; group names."""
+
+    counts: np.ndarray
+    first: np.ndarray
+    ids: np.ndarray
+    room: np.ndarray  # index into the rooms
+    group_names: np.ndarray
+
+
+def _clients(spec: FleetSpec, rng: np.random.Generator, n_groups: int, rooms: list[str]) -> Clients:
     extra = spec.mean_clients - 1
     if spec.clients_per_group:
         clients = _draw(rng, spec.clients_per_group, n_groups)
@@ -213,8 +276,7 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
         clients = 1 + rng.negative_binomial(2, 2 / (2 + extra), n_groups)
     else:
         clients = np.ones(n_groups, int)
-    client_group = np.repeat(np.arange(n_groups), clients)
-    n_clients = len(client_group)
+    n_clients = int(clients.sum())
     idx = np.arange(n_clients)
     room_of_client = rng.integers(0, len(rooms), n_clients)
     pid = rng.integers(1000, 65536, n_clients)
@@ -229,47 +291,46 @@ def generate(spec: FleetSpec) -> dict[str, pa.Table]:
     group_names = np.array(
         [f"cg-{TOPIC_WORDS[g % len(TOPIC_WORDS)]}-{g:05d}" for g in range(n_groups)], dtype=object
     )
+    return Clients(clients, np.cumsum(clients) - clients, client_ids, room_of_client, group_names)
 
-    # consumers: every client of a group subscribes to each of the group's topics.
-    first_client = np.cumsum(clients) - clients
-    subs_per_group = np.bincount(sub_group, minlength=n_groups)
-    rows_per_sub = clients[sub_group]
-    row_sub = np.repeat(np.arange(len(sub_group)), rows_per_sub)
+
+def _consumers(subs: Subscriptions, clients: Clients, topic_names: np.ndarray, rooms: list[str]) -> pa.Table:
+    """Every client of a group subscribes to each of the group's topics."""
+    rows_per_sub = clients.counts[subs.group]
+    row_sub = np.repeat(np.arange(len(subs.group)), rows_per_sub)
     within = np.arange(len(row_sub)) - np.repeat(np.cumsum(rows_per_sub) - rows_per_sub, rows_per_sub)
-    row_client = first_client[sub_group[row_sub]] + within
-    room_array = np.array(rooms, dtype=object)
-    consumers = arrow_table(
+    row_client = clients.first[subs.group[row_sub]] + within
+    return arrow_table(
         schemas.CONSUMERS,
         {
-            "group": group_names[sub_group[row_sub]],
-            "topic": topic_names[sub_topic[row_sub]],
-            "client_id": client_ids[row_client],
-            "machine_room": room_array[room_of_client[row_client]],
+            "group": clients.group_names[subs.group[row_sub]],
+            "topic": topic_names[subs.topic[row_sub]],
+            "client_id": clients.ids[row_client],
+            "machine_room": np.array(rooms, dtype=object)[clients.room[row_client]],
         },
     )
 
-    has_subs = subs_per_group > 0
+
+def _groups(
+    spec: FleetSpec, rng: np.random.Generator, subs: Subscriptions, clients: Clients, rooms: list[str]
+) -> pa.Table:
+    """A row per group that reads a topic: a strategy (AVG three times as likely as each other),
+    MACHINE_ROOM's rooms (one room, or all of them), the defaults for the rest."""
+    has_subs = np.bincount(subs.group, minlength=subs.n_groups) > 0
     allowed = [s for s in spec.strategies if s in STRATEGIES] or ["AVG"]
     weights = np.array([3.0] + [1.0] * (len(allowed) - 1))
-    strategy = rng.choice(np.array(allowed, dtype=object), n_groups, p=weights / weights.sum())
-    # MACHINE_ROOM consumers name the rooms they serve: one room, or all of them.
+    strategy = rng.choice(np.array(allowed, dtype=object), subs.n_groups, p=weights / weights.sum())
     idcs = [rooms[: 1 + (g % len(rooms))] for g in np.flatnonzero(has_subs)]
-    groups = arrow_table(
+    return arrow_table(
         schemas.GROUPS,
         {
-            "group": group_names[has_subs],
+            "group": clients.group_names[has_subs],
             "strategy": strategy[has_subs],
             "virtual_node_cnt": np.full(int(has_subs.sum()), 10, dtype=np.int32),
             "consumer_idcs": idcs,
             "inner_strategy": ["AVG"] * int(has_subs.sum()),
         },
     )
-    tables = {"brokers": brokers, "topic_queues": topic_queues, "consumers": consumers, "groups": groups}
-    if spec.queue_config:
-        tables["queue_config"] = _queue_config(
-            topic_queues, sub_group, sub_topic, clients, first_client, group_names, topic_names, client_ids
-        )
-    return tables
 
 
 def _queue_config(

@@ -14,16 +14,13 @@ again, over the whole batch at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rmqsim.stage import skew
+from rmqsim.stage.allocated import Allocated
 from rmqsim.strategies import broker, registry
 from rmqsim.strategies.batch import read_pairs
-
-if TYPE_CHECKING:
-    from rmqsim.stage.dispatch import Allocated
 
 POP_SHARE_QUEUE_NUM = 1  # the smallest that leaves no client idle, when clients outnumber queues
 

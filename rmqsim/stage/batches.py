@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.arrays import Strings, as_objects, list_column, object_array, offsets, take
 from rmqsim.strategies import GroupBatch
-from rmqsim.strategies.by_config import ConfigLists
+from rmqsim.strategies.params import ConfigLists
 
-GROUP_ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
+GROUP_ROUTES_ARROW = schemas.GROUP_ROUTES_ARROW
 
 # Route columns that only some runs fill: offsets, CONFIG lists, stale views. Where a run has
 # none, the column is null on every row and is left out of the allocation stage's input: in
@@ -255,7 +254,7 @@ def whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
     Spark cuts Arrow batches at a fixed row count; a group's rows (every topic of every phase)
     that straddle a cut are held back and prepended to the next batch (a partition never splits
-    a group: see stage.spark.partition_by_group).
+    a group: see stage.tasks.partition_by_group).
     """
     pending: list[pa.RecordBatch] = []
     for rb in batches:

@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from rmqsim import schemas
 from rmqsim.stage import sticky_memory
+from rmqsim.stage.allocated import Allocated
 from rmqsim.stage.batches import (
     Balancing,
     Libraries,
@@ -56,21 +55,6 @@ GO = schemas.LANGUAGES.index("GO")
 BROKER_PULL, BROKER_POP, BROKER_KEPT, PROXY, PROXY_KEPT = (
     schemas.PATHS.index(p) for p in ("broker PULL", "broker POP", "broker kept", "proxy", "proxy kept")
 )
-
-
-@dataclass(frozen=True)
-class Allocated:
-    """One strategy over the rows of a batch that run it: callers (distinct clients of those
-    rows), the queues they own, each caller's error, and who computed them."""
-
-    strategy: str
-    batch: GroupBatch
-    callers: Callers
-    allocation: Allocation
-    errors: np.ndarray
-    rows: np.ndarray  # the batch rows that run it, client-less ones included
-    computed_by: np.ndarray  # per caller, an index into schemas.PATHS (-1: nobody, it is refused)
-    stale: np.ndarray | None = None  # callers computing from a stale view (stale_view phases)
 
 
 def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:

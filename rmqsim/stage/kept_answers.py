@@ -10,17 +10,13 @@ been kept too). Phases are taken in order, so a chain of null answers carries th
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from rmqsim.stage.allocated import Allocated, carry_over, found, queues_at, same_client_in
 from rmqsim.stage.batches import phases_of, row_codes
-from rmqsim.stage.stale_views import carry_over, found, queues_at, same_client_in
-
-if TYPE_CHECKING:
-    from rmqsim.stage.dispatch import Allocated
 
 
 def with_kept_answers(

@@ -34,16 +34,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.arrays import as_objects, factorize, lookup_sorted, runs, runs_of, unique_counts
+from rmqsim.stage.allocated import Allocated
 from rmqsim.stage.batches import balancing, broadcasting, has_offsets, phases_of, row_codes, rows_by_strategy
-from rmqsim.stage.dispatch import Allocated, allocate_rows
+from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.strategies import GroupBatch, distinct_callers
 from rmqsim.strategies.batch import read_pairs
 
-MOVEMENT_ARROW = to_arrow_schema(schemas.MOVEMENT)
+MOVEMENT_ARROW = schemas.arrow(schemas.MOVEMENT)
 _I64 = np.int64
 
 
@@ -179,10 +179,18 @@ def movement_batches(rows: pa.RecordBatch, allocated: list[Allocated] | None = N
     np.add.at(moved_backlog, common.pair[differ], batch.params.queue_backlog[common.flat_after[differ]])
     everyone = distinct_callers(batch)
     consumers = np.bincount(everyone.group, minlength=rows.num_rows)
-    present = np.sort(everyone.group * codes.n_c + codes.client[everyone.client])
-    min_moves, no_minimum = _min_moves(
-        rows, batch, pairs, owners, common, before, moved, in_both, codes, consumers, present
+    compared = Compared(
+        rows,
+        batch,
+        pairs,
+        owners,
+        common,
+        codes,
+        before,
+        consumers=consumers,
+        present=np.sort(everyone.group * codes.n_c + codes.client[everyone.client]),
     )
+    min_moves, no_minimum = _min_moves(compared, moved, in_both)
     figures = {
         "in_both": in_both.astype(_I64),
         "moved": moved,
@@ -224,33 +232,36 @@ def _common_queues(batch: GroupBatch, pairs: pd.DataFrame, codes: Codes) -> Comm
     return Common(common // n_q, common % n_q, flat_b[at_b], p_b, q_b)
 
 
-def _min_moves(
-    rows: pa.RecordBatch,
-    batch: GroupBatch,
-    pairs: pd.DataFrame,
-    owners: Owners,
-    common: Common,
-    before: tuple[np.ndarray, ...],
-    moved: np.ndarray,
-    in_both: np.ndarray,
-    codes: Codes,
-    consumers: np.ndarray,
-    present: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(min_moves per pair, where it is null): see the module docstring. ``consumers``: distinct
-    clients per row; ``present``: the sorted (row, client) keys of who is there to keep a queue."""
-    n_pairs, n_c = len(pairs), codes.n_c
+@dataclass(frozen=True)
+class Compared:
+    """The pairs of units of a batch, and what min_moves measures them on."""
+
+    rows: pa.RecordBatch
+    batch: GroupBatch
+    pairs: pd.DataFrame
+    owners: Owners
+    common: Common
+    codes: Codes
+    before: tuple[np.ndarray, ...]  # the before owners' signature of each common queue
+    consumers: np.ndarray  # distinct clients per row
+    present: np.ndarray  # sorted (row, client) keys: who is there to keep a queue
+
+
+def _min_moves(c: Compared, moved: np.ndarray, in_both: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(min_moves per pair, where it is null): see the module docstring."""
+    rows, batch, pairs, owners, common, before = c.rows, c.batch, c.pairs, c.owners, c.common, c.before
+    n_pairs, n_c = len(pairs), c.codes.n_c
     g_b, u_b = pairs.g_b.to_numpy(), pairs.u_b.to_numpy()
     cp = common.pair
     n_after = batch.queue_counts[g_b]
-    m_after = consumers[g_b]
+    m_after = c.consumers[g_b]
     sole = np.flatnonzero(before[0] == 1)  # a queue can stay only with its sole old owner...
     wanted = g_b[cp[sole]] * n_c + before[1][sole]
-    still_there = sole[lookup_sorted(present, wanted)[1]]  # ...if still there
+    still_there = sole[lookup_sorted(c.present, wanted)[1]]  # ...if still there
     kp_c, k = unique_counts(cp[still_there] * n_c + before[1][still_there])
     k_p = kp_c // n_c
     lo, hi = _bounds(owners.unit, owners.client, u_b, n_after, m_after)
-    cap = np.minimum(k, hi[k_p])  # what c can keep at most
+    cap = np.minimum(k, hi[k_p])  # what each client can keep at most
     free = np.bincount(k_p, weights=np.minimum(cap, lo[k_p]), minlength=n_pairs)
     beyond = np.bincount(k_p, weights=np.maximum(cap - lo[k_p], 0), minlength=n_pairs)
     budget = n_after - m_after * lo  # queues that may go to clients beyond their minimum

@@ -3,9 +3,8 @@ numpy, without a Spark job per step.
 
 Routes stay compact: one row per topic with its brokers (in Java String order) and their read
 queue counts, joined to one row per (topic, group) with its sorted client ids. Every list column is
-Spark's ``array_sort(collect_list(...))``: one sort of the whole table by the group's keys and then
-the list's order, cut into runs of equal keys. Joins go through row numbers, as Acero joins no
-table with a nested column.
+one sort of the whole table by the row's keys and then the list's order, cut into runs of equal
+keys. Joins go through row numbers, as Acero joins no table with a nested column.
 """
 
 from __future__ import annotations
@@ -15,28 +14,25 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema  # a type mapping only: no session, no job
 
 from rmqsim import schemas
 from rmqsim.arrays import combined, list_lengths
 from rmqsim.arrays import offsets as csr_offsets
 from rmqsim.javaorder import java_order
+from rmqsim.schemas import PERM_READ, PHASE
+from rmqsim.snapshot.text import normalised
 
-# RocketMQ PermName bits.
-PERM_READ = 4
-PHASE = ("scenario", "phase")
-
-ROUTES = to_arrow_schema(schemas.GROUP_ROUTES)
+ROUTES = schemas.GROUP_ROUTES_ARROW
 QUEUE_REF = ROUTES.field("client_configs").type.value_type.value_type
 BALANCING = ROUTES.field("balancing").type
 
 
 def _list(value: pa.DataType, nullable: bool = True) -> pa.ListType:
-    """A list type as Spark hands it over: elements named ``element``, nullable or not."""
+    """A list type as the stage's tasks receive it: elements named ``element``, nullable or not."""
     return pa.list_(pa.field("element", value, nullable))
 
 
-# The nested types of Spark's toArrow, which says where collect_list and literals hold no null.
+# The route columns' nested types, saying where a list holds no null.
 CLIENT_CONFIG = _list(QUEUE_REF, nullable=False)
 BACKLOGS = _list(
     pa.struct(
@@ -269,7 +265,7 @@ def client_lists(
         c: ROUTES.field(c).type for c in ("client_ids", "client_rooms", "client_configs", "client_languages")
     }
     if queue_config is not None:
-        # Spark's collect_list holds no null CONFIG entry; its null literal says nothing of that.
+        # A client's CONFIG list holds no null entry.
         types["client_configs"] = _list(CLIENT_CONFIG)
     for absent in ("client_configs", "client_languages"):
         if absent not in lists:
@@ -279,30 +275,6 @@ def client_lists(
 
 
 # ------------------------------------------------------------------ strategies
-
-
-def normalised(names: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """A name from the groups table as the client compares it: trimmed (of spaces only, as
-    Spark's trim), upper case. Arrow's upper case maps a character to one character; Java's, like
-    Python's, may make several of it (ß: SS), so names that are not all ASCII take Python's, once
-    per distinct name."""
-    trimmed = pc.utf8_trim(combined(names), " ")
-    if pc.all(pc.string_is_ascii(trimmed)).as_py() is not False:  # null: no name at all
-        return pc.ascii_upper(trimmed)
-    encoded = pc.dictionary_encode(trimmed)
-    distinct = encoded.dictionary.to_pylist()
-    upper = pa.array([n.upper().translate(NEWER_UPPER) for n in distinct], pa.string())
-    return upper.take(encoded.indices)
-
-
-# Upper cases that Unicodes after 14 added, which Spark's ICU (icu4j 78) applies and Python 3.11's
-# tables (Unicode 14) lack: of every code point's upper case compared with Spark's, these alone differed.
-NEWER_UPPER = {
-    **{0x019B: 0xA7DC, 0x0264: 0xA7CB, 0x1C8A: 0x1C89, 0xA7CD: 0xA7CC},
-    **{0xA7CF: 0xA7CE, 0xA7D3: 0xA7D2, 0xA7D5: 0xA7D4, 0xA7DB: 0xA7DA},
-    **{c: c - 0x20 for c in range(0x10D70, 0x10D86)},
-    **{c: c - 0x1B for c in range(0x16EBB, 0x16ED4)},
-}
 
 
 def normalised_strategy(groups: pa.Table) -> pa.Array:
@@ -358,7 +330,7 @@ def with_strategies(
 
 def _balancing(joined: pa.Table, *, null: bool) -> pa.Array:
     """schemas.BALANCING with the contract's defaults: the client balances, PULL, -1, not orderly.
-    ``null``: every row null, over fields that hold values (Spark's types say they hold no null)."""
+    ``null``: every row null, over fields that hold values (the schema says they hold no null)."""
     return pa.StructArray.from_arrays(
         [
             combined(pc.coalesce(joined["_rebalance"], "CLIENT")),
@@ -376,7 +348,7 @@ def _balancing(joined: pa.Table, *, null: bool) -> pa.Array:
 
 def queue_backlogs(offsets: pa.Table) -> pa.Table:
     """One row per (group, topic): each queue's backlog, the messages not yet consumed, in mqAll
-    order (Spark's collect_list keeps no order across partitions; the stage looks queues up)."""
+    order (the stage looks each queue up)."""
     behind = pc.subtract_checked(offsets["broker_offset"], offsets["consumer_offset"])
     backlog = pc.max_element_wise(behind, pa.scalar(0, pa.int64()), skip_nulls=True).cast(pa.int64())
     queue_id = combined(offsets["queue_id"].cast(pa.int32()))
@@ -410,11 +382,11 @@ REASONS = {
 
 
 def _needs(df: pa.Table) -> dict[str, pa.Array]:
-    """Per row, whether it has what each of REASONS' strategies needs (null as Spark has it)."""
+    """Per row, whether it has what each of REASONS' strategies needs (null where unknown)."""
     configs = combined(df["client_configs"])
     listed = pc.list_flatten(configs).is_valid().to_numpy(zero_copy_only=False)
     configured = np.bincount(pc.list_parent_indices(configs).to_numpy()[listed], minlength=len(configs)) > 0
-    # A (topic, group) every client left (phases.with_left_subscriptions) has none to configure.
+    # A (topic, group) every client left (scenarios.apply.with_left_subscriptions) has none to configure.
     nobody = pc.equal(pc.list_value_length(df["client_ids"]), 0)
     rooms = pc.and_kleene(_all_rooms(df["broker_rooms"]), _all_rooms(df["client_rooms"]))
     return {
@@ -434,8 +406,8 @@ def _all_rooms(rooms: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def _split_strategies(df: pa.Table) -> tuple[pa.Array, pa.Array]:
     """(strategies, skipped): when strategies are compared, those the row lacks the configuration
-    for leave ``strategies`` for ``skipped``, with the reason. Spark's three-valued logic holds: a
-    strategy whose test is null is in neither (no input here gives one)."""
+    for leave ``strategies`` for ``skipped``, with the reason. A strategy whose test is null is in
+    neither (no input here gives one)."""
     named = combined(df["strategies"])
     row = pc.list_parent_indices(named)
     flat = pc.list_flatten(named)
@@ -457,10 +429,10 @@ def _split_strategies(df: pa.Table) -> tuple[pa.Array, pa.Array]:
 
 
 def _stale_per_group(stale_views: pa.Table) -> pa.Table:
-    """One row per (scenario, phase, group): its stale clients, distinct and sorted (Spark's string
-    order, not Java's), and the greatest view_phase."""
+    """One row per (scenario, phase, group): its stale clients, distinct and sorted (by UTF-8
+    bytes: the stage looks them up), and the greatest view_phase."""
     keys = [*PHASE, "group"]
-    # collect_set: distinct, without nulls; a group of null ids alone gets an empty list.
+    # Distinct, without nulls; a group of null ids alone gets an empty list.
     distinct = stale_views.group_by([*keys, "client_id"], use_threads=False).aggregate([])
     ids = distinct["client_id"]
     clients = _collect(
@@ -486,7 +458,8 @@ def group_routes(
 
     A topic that a step left without any QueueData keeps its clients, with an empty route: the
     client then throws "mqAll is null or mqAll empty", which is what a user must see.
-    ``stale_views`` (phases.stale_views) names the clients of a phase that compute from an earlier one.
+    ``stale_views`` (scenarios.apply.stale_views) names the clients of a phase that compute from
+    an earlier one.
     ``masters``: keep ``broker_masters`` (null otherwise).
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")

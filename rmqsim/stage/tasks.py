@@ -1,28 +1,16 @@
-"""The Spark side of the stage: route rows partitioned so that every group arrives whole, and the
-mapInArrow adapters that run client_queues and movement over them, or have each task write its
-tables itself (stage.task_tables)."""
+"""The stage's Python tasks on Spark: route rows partitioned so that every group arrives whole, over a
+fixed number of tasks. What a task computes is stage.outputs; how its rows reach the output, a sink's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from functools import partial
+from collections.abc import Sequence
 
-import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructField, StructType
 
-from rmqsim import schemas
-from rmqsim.stage.batches import OPTIONAL, whole_groups, with_absent_columns
-from rmqsim.stage.client_queues import client_queue_batches
-from rmqsim.stage.dispatch import allocate_rows
-from rmqsim.stage.movement import movement_batches
-from rmqsim.stage.task_tables import TaskTables
+from rmqsim.stage.batches import OPTIONAL
 
 GROUP_KEY = ("scenario", "group")
-
-# What comes back from tasks that write their tables themselves: nothing.
-NOTHING = StructType([StructField("nothing", schemas.LONG)])
 
 # Route rows per Python task below which a run uses fewer tasks than partition_by_group made.
 ROUTES_PER_TASK = 4096
@@ -56,41 +44,8 @@ def python_tasks(route_rows: int, partitions: int) -> int:
     return max(1, min(partitions, -(-route_rows // ROUTES_PER_TASK)))
 
 
-def map_client_queues(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for rows in whole_groups(batches):
-        yield from client_queue_batches(with_absent_columns(rows))
-
-
-def map_task_tables(batches: Iterator[pa.RecordBatch], tables: TaskTables) -> Iterator[pa.RecordBatch]:
-    context = TaskContext.get()
-    with tables.task(context.partitionId(), context.attemptNumber()) as written:
-        for rows in whole_groups(batches):
-            rows = with_absent_columns(rows)
-            allocated = allocate_rows(rows)  # once, for the client rows and the movement alike
-            for batch in client_queue_batches(rows, allocated):
-                written.write_client_rows(batch)
-            if tables.movement:
-                for batch in movement_batches(rows, allocated):
-                    written.write_movement(batch)
-    yield from ()
-
-
-def map_movement(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for rows in whole_groups(batches):
-        yield from movement_batches(with_absent_columns(rows))
-
-
-def client_queues(routes: DataFrame) -> DataFrame:
-    """schemas.CLIENT_QUEUES from partition_by_group's routes."""
-    return routes.mapInArrow(map_client_queues, schemas.CLIENT_QUEUES)
-
-
-def task_tables(routes: DataFrame, tables: TaskTables) -> DataFrame:
-    """No rows: running it (a noop write) has each task write ``tables`` of partition_by_group's
-    routes (stage.task_tables)."""
-    return routes.mapInArrow(partial(map_task_tables, tables=tables), NOTHING)
-
-
-def movement(routes: DataFrame) -> DataFrame:
-    """schemas.MOVEMENT from partition_by_group's routes."""
-    return routes.mapInArrow(map_movement, schemas.MOVEMENT)
+def handed_to_tasks(routes: DataFrame, *, route_rows: int, partitions: int, tasks: int | None) -> DataFrame:
+    """``routes`` (partition_by_group's) over the tasks that run the stage: ``tasks``, else
+    python_tasks' count for ``route_rows``."""
+    tasks = tasks or python_tasks(route_rows, partitions)
+    return routes if tasks >= partitions else routes.coalesce(tasks)

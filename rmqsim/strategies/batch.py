@@ -19,9 +19,9 @@ import pandas as pd
 from rmqsim.arrays import (
     Strings,
     as_objects,
-    blank,
     factorize,
     lookup_sorted,
+    null_or_empty,
     offsets,
     runs,
     take,
@@ -173,7 +173,7 @@ def group_errors(batch: GroupBatch) -> np.ndarray:
 def caller_errors(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """check()'s message for each caller, in Java's order: currentCID, then mqAll, then cidAll."""
     errors = group_errors(batch)[callers.group]
-    errors[blank(take(batch.client_ids, callers.client))] = EMPTY_CURRENT_CID
+    errors[null_or_empty(take(batch.client_ids, callers.client))] = EMPTY_CURRENT_CID
     return errors
 
 

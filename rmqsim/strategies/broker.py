@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import Strings, as_objects, blank, factorize, offsets, take, within_runs
+from rmqsim.arrays import Strings, as_objects, factorize, null_or_empty, offsets, take, within_runs
 from rmqsim.strategies import avg, avg_by_circle
 from rmqsim.strategies.batch import (
     EMPTY_CID_ALL,
@@ -275,7 +275,7 @@ def _one_queue(batch: GroupBatch, callers: Callers) -> Allocation:
 def _empty_ids_in_window(batch: GroupBatch, callers: Callers, extra: np.ndarray) -> np.ndarray:
     """How many empty client ids sit at cidAll positions index+1 .. index+extra (wrapping): a
     cyclic prefix count, so no window is expanded."""
-    empty = offsets(blank(batch.client_ids).astype(_I64))
+    empty = offsets(null_or_empty(batch.client_ids).astype(_I64))
     start = batch.client_offsets[callers.group]
     c = np.maximum(batch.client_counts[callers.group], 1)
     total = empty[start + c] - empty[start]

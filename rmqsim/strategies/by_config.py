@@ -9,45 +9,18 @@ returned (its ``queue`` index is -1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import Strings, lookup_sorted, offsets, take
+from rmqsim.arrays import Strings, lookup_sorted, take
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
-from rmqsim.strategies.params import required
+from rmqsim.strategies.params import ConfigLists, required
 
 NAME = "CONFIG"
 
 _I64 = np.int64
-
-
-@dataclass(frozen=True)
-class ConfigLists:
-    """Every flat client's configured list, flat: client i's entries are
-    ``broker[offsets[i]:offsets[i + 1]]`` with ``queue_id`` alongside, and ``null[i]`` where its
-    list is null. From a Spark batch the brokers stay Arrow: a million configured queues as Python
-    tuples cost more than the rest of the stage."""
-
-    offsets: np.ndarray
-    broker: Strings
-    queue_id: np.ndarray
-    null: np.ndarray
-
-    @staticmethod
-    def from_lists(lists: Sequence[Sequence[tuple[str, int]] | None]) -> ConfigLists:
-        """From one list of (broker, queue_id) pairs, or None, per flat client (tests, records)."""
-        pairs = [pair for configured in lists if configured is not None for pair in configured]
-        return ConfigLists(
-            offsets=offsets(np.array([0 if c is None else len(c) for c in lists], dtype=_I64)),
-            broker=np.array([b for b, _ in pairs], dtype=object),
-            queue_id=np.array([q for _, q in pairs], dtype=_I64),
-            null=np.array([c is None for c in lists], dtype=bool),
-        )
 
 
 def allocate(batch: GroupBatch, callers: Callers) -> Allocation:

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import Strings, blank, take
+from rmqsim.arrays import Strings, null_or_empty, take
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
 from rmqsim.strategies.params import Params
 
@@ -169,7 +169,7 @@ def returns_nil(batch: GroupBatch, callers: Callers) -> np.ndarray:
     that is not in cidAll (an empty cidAll has none). Go has no null string: null counts as ""."""
     nil = (callers.index < 0) | (batch.queue_counts[callers.group] == 0)
     found = np.flatnonzero(~nil)
-    nil[found] = blank(take(batch.client_ids, callers.client[found]))
+    nil[found] = null_or_empty(take(batch.client_ids, callers.client[found]))
     return nil
 
 

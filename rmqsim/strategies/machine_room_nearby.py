@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import Strings, as_objects, blank, lookup_sorted, offsets, take
+from rmqsim.arrays import Strings, as_objects, lookup_sorted, null_or_empty, offsets, take
 from rmqsim.javaorder import java_key
 from rmqsim.strategies import avg, avg_by_circle
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch
@@ -52,13 +52,13 @@ def check(batch: GroupBatch, callers: Callers) -> np.ndarray:
     """
     n = batch.n_groups
     errors = np.full(n, None, dtype=object)
-    bad_client = np.flatnonzero(blank(_client_room(batch)))
+    bad_client = np.flatnonzero(null_or_empty(_client_room(batch)))
     groups, first = _first_per_group(np.repeat(np.arange(n, dtype=_I64), batch.client_counts)[bad_client])
     errors[groups] = "Machine room is null for consumer id " + _java_strings(
         take(batch.client_ids, bad_client[first])
     )
     # Queues are grouped first, so a bad queue's message wins over a bad client's.
-    bad_queue = np.flatnonzero(blank(_queue_room(batch)))
+    bad_queue = np.flatnonzero(null_or_empty(_queue_room(batch)))
     groups, first = _first_per_group(batch.queue_group[bad_queue])
     q = bad_queue[first]
     errors[groups] = (

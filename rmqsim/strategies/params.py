@@ -11,15 +11,39 @@ parameter from the Arrow route rows on first use: most batches never need rooms 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from rmqsim.arrays import Strings
+from rmqsim.arrays import Strings, offsets
 
-if TYPE_CHECKING:
-    from rmqsim.strategies.by_config import ConfigLists
+_I64 = np.int64
+
+
+@dataclass(frozen=True)
+class ConfigLists:
+    """Every flat client's configured list, flat: client i's entries are
+    ``broker[offsets[i]:offsets[i + 1]]`` with ``queue_id`` alongside, and ``null[i]`` where its
+    list is null. From a Spark batch the brokers stay Arrow: a million configured queues as Python
+    tuples cost more than the rest of the stage."""
+
+    offsets: np.ndarray
+    broker: Strings
+    queue_id: np.ndarray
+    null: np.ndarray
+
+    @staticmethod
+    def from_lists(lists: Sequence[Sequence[tuple[str, int]] | None]) -> ConfigLists:
+        """From one list of (broker, queue_id) pairs, or None, per flat client (tests, records)."""
+        pairs = [pair for configured in lists if configured is not None for pair in configured]
+        return ConfigLists(
+            offsets=offsets(np.array([0 if c is None else len(c) for c in lists], dtype=_I64)),
+            broker=np.array([b for b, _ in pairs], dtype=object),
+            queue_id=np.array([q for _, q in pairs], dtype=_I64),
+            null=np.array([c is None for c in lists], dtype=bool),
+        )
 
 
 class Params(Protocol):

@@ -39,7 +39,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from rmqsim import schemas
 from rmqsim.arrays import as_objects
@@ -48,7 +47,7 @@ from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.strategies import ROCKETMQ_STRATEGIES, STRATEGIES
 from rmqsim.strategies import broker as broker_side
 
-ROUTES_ARROW = to_arrow_schema(schemas.GROUP_ROUTES)
+ROUTES_ARROW = schemas.GROUP_ROUTES_ARROW
 PHANTOM = "<unlisted client>"
 # The strategies that place clients by their position in cidAll, so an unlisted one can be placed.
 POSITIONAL = ("AVG", "AVG_BY_CIRCLE", "MACHINE_ROOM")

@@ -15,16 +15,21 @@ import logging
 import os
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from rmqsim import metrics, schemas, simulate
+from rmqsim import schemas, session, simulate
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.reporting import text
+from rmqsim.sink import Sink, open_sink
+from rmqsim.sink.arrow_sink import assignment_rows
 from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.stage import spark as stage
+from rmqsim.snapshot.text import blank, normalised, row_json
+from rmqsim.stage.outputs import outputs_of
 from rmqsim.strategies import STRATEGIES
 from rmqsim.validate import diagnose
 
@@ -44,17 +49,13 @@ class ValidateConfig:
     snapshot: str
     out: str  # receives validation/ and validation_queues/
     run: str | None = None  # a simulate output directory; None: simulate here
+    sink: str | None = None  # who writes and reads the tables (rmqsim.sink): None chooses by where
 
 
 @dataclass(frozen=True)
 class ValidationResult:
     out: str
     groups: list[dict]  # schemas.VALIDATION rows, by group
-
-
-def _blank(name: str) -> Column:
-    """As the snapshot's checks have it: null, or white space only (Java's \\s)."""
-    return F.col(name).isNull() | F.col(name).rlike(r"^\s*$")
 
 
 def observed_queues(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
@@ -65,21 +66,29 @@ def observed_queues(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
         raise InputError(
             "observed_assignments", None, "the snapshot has none: import one with `rmqsim import-mqadmin`"
         )
-    observed = spark.createDataFrame(observed)
-    valid = ~(_blank("group") | _blank("topic") | _blank("broker_name")) & (F.col("queue_id") >= 0)
+    keyed = pc.and_(pc.fill_null(pc.greater_equal(observed["queue_id"], 0), False), _named(observed))
+    observed = session.from_arrow(spark, observed.filter(keyed))
     first = F.row_number().over(Window.partitionBy(*KEYS).orderBy(F.col("client_id"), F.col("client_ip")))
-    return observed.where(valid).withColumn("_n", first).where("_n = 1").drop("_n")
+    return observed.withColumn("_n", first).where("_n = 1").drop("_n")
+
+
+def _named(observed: pa.Table) -> pa.Array:
+    """Rows whose group, topic and broker_name are not blank (as the snapshot's checks have it)."""
+    blanks = [blank(observed[c]) for c in ("group", "topic", "broker_name")]
+    return pc.invert(pc.or_(pc.or_(blanks[0], blanks[1]), blanks[2]))
 
 
 def configured_strategies(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
-    """(group, strategy): each group's configured strategy, normalised (AVG where none)."""
-    groups = spark.createDataFrame(snapshot.groups)
-    first = F.row_number().over(Window.partitionBy("group").orderBy(F.to_json(F.struct(*groups.columns))))
-    return (
-        groups.withColumn("_n", first)
-        .where("_n = 1")
-        .select("group", F.upper(F.trim(F.coalesce(F.col("strategy"), F.lit("AVG")))).alias("strategy"))
+    """(group, strategy): each group's configured strategy, normalised (AVG where none); of a
+    group's repeated rows, the first in JSON order, as the snapshot's checks keep it."""
+    groups = snapshot.groups
+    ordered = groups.append_column("_json", row_json(groups)).sort_by(
+        [("group", "ascending"), ("_json", "ascending")]
     )
+    keep_null = pc.ScalarAggregateOptions(skip_nulls=False)
+    first = ordered.group_by("group", use_threads=False).aggregate([("strategy", "first", keep_null)])
+    strategy = normalised(pc.coalesce(first["strategy_first"], "AVG"))
+    return session.from_arrow(spark, pa.table({"group": first["group"], "strategy": strategy}))
 
 
 def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame) -> DataFrame:
@@ -89,7 +98,7 @@ def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame)
     sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
     built = simulate.build_group_routes(spark, sim)
     routes_here = (
-        spark.createDataFrame(built.group_routes, schemas.GROUP_ROUTES)
+        session.from_arrow(spark, built.group_routes, schemas.GROUP_ROUTES)
         .where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
         .join(groups, "group", "left_semi")
     )
@@ -98,9 +107,10 @@ def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame)
 
 def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: DataFrame) -> DataFrame:
     """Phase 0 assignments of each group's configured strategy, as `simulate --strategies
-    configured` computes them (a group whose strategy rmqsim does not know is not simulated)."""
+    configured` computes them (a group whose strategy rmqsim does not know is not simulated):
+    the observed groups' routes are few, so the driver runs the stage over them."""
     configured = F.coalesce(F.col("_configured"), F.lit("AVG"))
-    staged = (
+    routes = (
         observed_routes.join(strategies.withColumnRenamed("strategy", "_configured"), "group", "left")
         .where(configured.isin(list(STRATEGIES)))
         .withColumns(
@@ -111,18 +121,35 @@ def simulated_here(spark: SparkSession, observed_routes: DataFrame, strategies: 
             }
         )
         .select(*schemas.GROUP_ROUTES.fieldNames())
+        .withColumn("balancing", F.col("balancing").cast(BALANCING_OR_NULL))
+        .orderBy("scenario", "group", "phase", "topic")  # every group's rows together
+        .toArrow()
     )
-    partitions = simulate.allocation_partitions(spark, SimulateConfig(snapshot="", out=""))  # the default
-    client_queues = stage.client_queues(stage.partition_by_group(staged, partitions=partitions))
-    return metrics.assignments(client_queues).select(*KEYS, "client_id")
+    lists = [
+        batch for out in outputs_of(routes.to_batches(), ("assignments",)) for batch in out["assignments"]
+    ]
+    assigned = pa.concat_tables([assignment_rows(b) for b in lists]) if lists else _no_assignments()
+    return session.from_arrow(spark, assigned.select([*KEYS, "client_id"]).cast(_KEYS_AND_CLIENT))
 
 
-def simulated_in_run(spark: SparkSession, run: str, strategies: DataFrame) -> DataFrame:
+_KEYS_AND_CLIENT = pa.schema([schemas.arrow(schemas.ASSIGNMENTS).field(c) for c in (*KEYS, "client_id")])
+
+
+def _no_assignments() -> pa.Table:
+    return schemas.arrow(schemas.ASSIGNMENTS).empty_table()
+
+
+def simulated_in_run(
+    spark: SparkSession, run: str, strategies: DataFrame, sink: str | None = None
+) -> DataFrame:
     """A run's phase 0 assignments of each group's configured strategy."""
     path = os.path.join(run, "assignments")
     if not os.path.isdir(path) and "://" not in run:
         raise InputError("arguments", "--run", f"{path} does not exist: is {run} a simulate output?")
-    assignments = spark.read.parquet(path).where(F.col("phase") == 0)
+    phase0 = open_sink(spark, run, staged=False, kind=sink).read(
+        "assignments", ["scenario", "strategy", *KEYS, "client_id"], where={"phase": 0}
+    )
+    assignments = session.from_arrow(spark, phase0)
     first = assignments.agg(F.min("scenario")).first()[0]  # phase 0 is the snapshot in every scenario
     return (
         assignments.where(F.col("scenario") == first)
@@ -168,16 +195,12 @@ def compare(observed: DataFrame, simulated: DataFrame) -> DataFrame:
     )
 
 
-def _write(df: DataFrame, path: str) -> None:
-    df.coalesce(1).write.mode("overwrite").parquet(path)
-
-
 def per_group(spark: SparkSession, snapshot: Snapshot, queues: DataFrame, strategies: DataFrame) -> DataFrame:
     """One row per observed group: the counts of schemas.VALIDATION, its configured strategy, and
     what makes it worth a look on the driver: holders known by IP only (unlisted or shared
     IPs), and client ids listed twice."""
     twice = (
-        spark.createDataFrame(snapshot.consumers.select(["group", "topic", "client_id"]))
+        session.from_arrow(spark, snapshot.consumers.select(["group", "topic", "client_id"]))
         .groupBy("group", "topic", "client_id")
         .count()
         .where("count > 1")
@@ -223,6 +246,7 @@ def _cases(
 def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     log.info("validate: snapshot=%s run=%s out=%s", config.snapshot, config.run, config.out)
     snapshot = load_snapshot(spark, config.snapshot)  # checks the layout of a local snapshot
+    sink: Sink = open_sink(spark, config.out, staged=False, kind=config.sink)  # beside a run's tables
     observed = observed_queues(spark, snapshot)
     groups = observed.select("group").distinct()
     strategies = configured_strategies(spark, snapshot)
@@ -231,13 +255,12 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     observed_routes = observed_routes.persist()
     try:
         simulated = (
-            simulated_in_run(spark, config.run, strategies)
+            simulated_in_run(spark, config.run, strategies, config.sink)
             if config.run
             else simulated_here(spark, observed_routes, strategies)
         )
-        queues_path = os.path.join(config.out, "validation_queues")
-        _write(compare(observed, simulated), queues_path)
-        queues = spark.read.parquet(queues_path)
+        sink.write("validation_queues", compare(observed, simulated).toArrow())
+        queues = session.from_arrow(spark, sink.read("validation_queues"), schemas.VALIDATION_QUEUES)
         counts = sorted(per_group(spark, snapshot, queues, strategies).collect(), key=lambda r: r["group"])
         configured = {r["group"]: r["strategy"] or "AVG" for r in counts}
         flagged = [
@@ -272,7 +295,7 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
                 "details": [c.detail for c in why],
             }
         )
-    _write(spark.createDataFrame(out_rows, schemas.VALIDATION), os.path.join(config.out, "validation"))
+    sink.write("validation", pa.Table.from_pylist(out_rows, schema=schemas.arrow(schemas.VALIDATION)))
     log.info("validate: wrote %s", config.out)
     return ValidationResult(config.out, out_rows)
 

@@ -1,0 +1,205 @@
+"""The sink of a run whose output and executors are on this machine (a local master, a local
+path): the stage's tasks write their tables with pyarrow, and the driver writes and reads the
+others with pyarrow too. Handed back to Spark, the assignment lists became a JVM row per queue and
+every table a Spark job: several times what pyarrow takes to explode and write the same rows
+(bench/README.md).
+
+Tasks commit as Spark's own writers do: each attempt writes into its own directory beside the run
+and returns the files it wrote; the driver moves the files of the attempts Spark kept into the run
+once the job succeeds, and removes the rest. So a failed, killed or speculative attempt leaves
+nothing in the run, and a retried task writes its part files again. (Spark's Python data source
+writer gives the same protocol, but registering one starts a Python process in the driver: about
+2 s on a run of a few seconds.)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+
+from rmqsim import schemas, session
+from rmqsim.sink.directory import RunDirectory
+from rmqsim.sink.layout import SUCCESS, part_file, partition_directory, partitions
+from rmqsim.stage.outputs import outputs_of
+
+# Repeated on every queue of a client: dictionary-encoded, a gather of indices instead of strings.
+REPEATED = ("topic", "group", "client_id", "computed_by")
+# What a task attempt returns to the driver: a row per file it wrote, relative to its directory.
+WRITTEN = schemas.StructType(
+    [
+        schemas.StructField("attempt", schemas.STRING, False),  # the attempt's directory
+        schemas.StructField("file", schemas.STRING, False),  # table/partition.../part-NNNNN...
+    ]
+)
+WRITTEN_ARROW = schemas.arrow(WRITTEN)
+
+
+def file_schema(name: str) -> pa.Schema:
+    """A part file's columns: the table's less those its directory names; the assignments'
+    repeated strings dictionary-encoded (the file stores plain strings: readers see no dictionary)."""
+    table = schemas.OUTPUTS[name]
+    fields = [f for f in schemas.arrow(table.schema) if f.name not in table.partitioned_by]
+    if name == "assignments":
+        fields = [f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in REPEATED else f for f in fields]
+    return pa.schema(fields)
+
+
+def assignment_rows(lists: pa.RecordBatch | pa.Table) -> pa.Table:
+    """schemas.CLIENT_ASSIGNMENTS' lists exploded, one row per queue: schemas.ASSIGNMENTS."""
+    owned = lists.column("owned")
+    if isinstance(owned, pa.ChunkedArray):
+        owned = owned.combine_chunks()
+    client = pc.list_parent_indices(owned)
+    queues = owned.flatten()
+    columns = {
+        **{c: lists.column(c).take(client) for c in ("scenario", "phase", "strategy")},
+        **{c: pc.dictionary_encode(lists.column(c)).take(client) for c in REPEATED},
+        "broker_name": queues.field("broker_name"),
+        "queue_id": queues.field("queue_id"),
+    }
+    return pa.table(columns).select(schemas.ASSIGNMENTS.fieldNames())
+
+
+@dataclass
+class AttemptFiles:
+    """One task attempt's open part files, one per (table, partition) it has rows for, in its own
+    directory."""
+
+    directory: str
+    task: int
+    _open: dict[str, pq.ParquetWriter] = field(default_factory=dict)
+
+    def write(self, name: str, rows: pa.RecordBatch) -> None:
+        """``rows``: the stage's rows of table ``name`` (assignments as schemas.CLIENT_ASSIGNMENTS)."""
+        table = schemas.OUTPUTS[name]
+        for key, part in partitions(rows, table.partitioned_by):  # before the lists are exploded
+            if name == "assignments":
+                part = assignment_rows(part)
+            if not part.num_rows:
+                continue
+            file = os.path.join(
+                name, partition_directory(zip(table.partitioned_by, key)), part_file(self.task)
+            )
+            if file not in self._open:
+                os.makedirs(os.path.join(self.directory, os.path.dirname(file)), exist_ok=True)
+                self._open[file] = pq.ParquetWriter(
+                    os.path.join(self.directory, file),
+                    file_schema(name),
+                    compression="snappy",
+                    store_schema=False,
+                )
+            self._open[file].write(part.drop_columns(list(table.partitioned_by)).cast(file_schema(name)))
+
+    def close(self) -> pa.RecordBatch:
+        for writer in self._open.values():
+            writer.close()
+        files = sorted(self._open)
+        return pa.RecordBatch.from_arrays(
+            [pa.array([self.directory] * len(files), pa.string()), pa.array(files, pa.string())],
+            schema=WRITTEN_ARROW,
+        )
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """Where the stage's task attempts write (a directory beside the run, never in it), and which
+    tables; shipped to the tasks pickled."""
+
+    temporary: str
+    tables: tuple[str, ...]
+
+    def attempt(self, task: int, attempt: int) -> AttemptFiles:
+        return AttemptFiles(os.path.join(self.temporary, f"task-{task:05d}-attempt-{attempt}"), task)
+
+
+def write_task_files(batches: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[pa.RecordBatch]:
+    """A task: the stage's rows of its route batches, written; the files it wrote, returned."""
+    context = TaskContext.get()
+    files = job.attempt(context.partitionId(), context.attemptNumber())
+    for out in outputs_of(batches, job.tables):
+        for name, parts in out.items():
+            for rows in parts:
+                files.write(name, rows)
+    yield files.close()
+
+
+class ArrowSink:
+    """Tables written and read by pyarrow: by the stage's tasks, and by the driver."""
+
+    kind = "arrow"
+    Job = StageJob  # what the tasks are handed: a subclass may watch or break their attempts
+
+    def __init__(self, spark: SparkSession, directory: RunDirectory) -> None:
+        if not directory.local:
+            raise ValueError(f"{directory.out} is not on this machine: write it through Spark")
+        self.spark = spark
+        self.directory = directory
+
+    def run_stage(self, routes: DataFrame, tables: Sequence[str]) -> None:
+        """The stage over ``routes`` (partitioned by group), its ``tables`` written by its tasks:
+        one Spark job, then the kept attempts' files moved into the run."""
+        job = self.Job(self.directory.beside("tasks"), tuple(tables))
+        try:
+            with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}"):
+                written = routes.mapInArrow(partial(write_task_files, job=job), WRITTEN).toArrow()
+            self._commit(job, written)
+        finally:
+            shutil.rmtree(job.temporary, ignore_errors=True)
+
+    def _commit(self, job: StageJob, written: pa.Table) -> None:
+        for name in job.tables:
+            path = self.directory.table(name)
+            shutil.rmtree(path, ignore_errors=True)
+            os.makedirs(path)
+        for attempt, file in zip(written["attempt"].to_pylist(), written["file"].to_pylist()):
+            final = os.path.join(self.directory.staging, file)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            os.replace(os.path.join(attempt, file), final)
+        for name in job.tables:
+            open(os.path.join(self.directory.table(name), SUCCESS), "w").close()
+
+    def write(self, name: str, table: pa.Table) -> None:
+        """``table`` (the driver's) as table ``name``: one file, or one per partition, in its row order."""
+        spec = schemas.OUTPUTS[name]
+        table = table.select(spec.schema.fieldNames()).cast(schemas.arrow(spec.schema))
+        path = self.directory.table(name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        for key, rows in partitions(table, spec.partitioned_by) if spec.partitioned_by else [((), table)]:
+            where = os.path.join(path, partition_directory(zip(spec.partitioned_by, key)))
+            os.makedirs(where, exist_ok=True)
+            pq.write_table(rows.drop_columns(list(spec.partitioned_by)), os.path.join(where, part_file(0)))
+        open(os.path.join(path, SUCCESS), "w").close()
+
+    def read(
+        self, name: str, columns: Sequence[str] = (), where: Mapping[str, object] | None = None
+    ) -> pa.Table:
+        """``columns`` (all: none given) of table ``name`` as written, with its schema's types;
+        only the rows whose columns equal ``where``'s values."""
+        spec = schemas.OUTPUTS[name]
+        schema = schemas.arrow(spec.schema)
+        keys = pa.schema([schema.field(c) for c in spec.partitioned_by])
+        hive = ds.partitioning(keys, flavor="hive") if spec.partitioned_by else None
+        # Hidden and _underscore files (_SUCCESS, Spark's .crc files) are not data: left out.
+        found = ds.dataset(self.directory.table(name), schema=schema, format="parquet", partitioning=hive)
+        condition = None
+        for column, value in (where or {}).items():
+            test = ds.field(column) == value
+            condition = test if condition is None else condition & test
+        return found.to_table(columns=list(columns or schema.names), filter=condition)
+
+    def publish(self) -> str:
+        return self.directory.publish()
+
+    def abandon(self) -> None:
+        self.directory.abandon()

@@ -1,0 +1,49 @@
+"""How a table lies on disk: a directory of Parquet part files, one subdirectory per partition
+(``scenario=x/strategy=AVG``), as Spark lays out a partitioned table, so that Spark, pyarrow and
+pandas read what either sink wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqsim.arrays import combined
+
+SUCCESS = "_SUCCESS"  # a table is complete: every file of it is in place
+
+# The characters a partition directory's value writes as %XX: control characters and those that
+# mean something in a path, a URI or a glob. (Spark's own list, on Linux: Spark reads pyarrow's
+# directories back as the values they were.)
+_ESCAPED = frozenset(map(chr, range(1, 32))) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+
+
+def _escaped(value: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
+def partition_directory(keys: Iterable[tuple[str, str]]) -> str:
+    """The directory, relative to its table's, that holds a partition's rows:
+    ``scenario=x/strategy=AVG``, each value escaped."""
+    return "/".join(f"{column}={_escaped(value)}" for column, value in keys)
+
+
+def part_file(task: int) -> str:
+    """The name of the file a task (or, for task 0, the driver) writes into each partition."""
+    return f"part-{task:05d}.snappy.parquet"
+
+
+def partitions(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> Iterator[tuple[tuple, pa.Table]]:
+    """``rows`` split by the values of ``columns`` (strings), each part in its input order."""
+    encoded = [combined(pc.dictionary_encode(rows.column(c))) for c in columns]
+    code = np.zeros(rows.num_rows, dtype=np.int64)
+    for e in encoded:
+        code = code * len(e.dictionary) + e.indices.to_numpy(zero_copy_only=False)
+    for c in np.unique(code):
+        key, rest = [], int(c)
+        for e in reversed(encoded):
+            rest, i = divmod(rest, len(e.dictionary))
+            key.append(e.dictionary[i].as_py())
+        yield tuple(reversed(key)), rows.filter(pa.array(code == c))

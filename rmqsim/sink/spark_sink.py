@@ -1,0 +1,114 @@
+"""The sink of a run on a cluster or through Spark Connect, or whose output is not a path of this
+machine: Spark writes and reads every table. (On a cluster a path without a scheme may be on each
+executor's own disk or on HDFS: Spark's writers fail loudly there, a task's pyarrow would write
+where the driver never reads.)
+
+The stage's tasks hand their rows back to Spark in one pass, packed: a row per Arrow batch, its
+table's name beside the batch's IPC bytes. That is kept (a few rows, however wide the tables) and
+each table unpacked from it and written by a Spark job of its own. Assignments come back as each
+client's list of queues and are exploded in the JVM: one Arrow row per queue out of Python cost
+more than the allocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+from rmqsim import schemas, session
+from rmqsim.sink.directory import RunDirectory
+from rmqsim.stage.outputs import outputs_of
+
+PACKED = StructType([StructField("table", StringType(), False), StructField("batch", BinaryType(), False)])
+
+
+def stage_form(name: str) -> StructType:
+    """The schema of a table's rows as the stage's tasks hand them over."""
+    return schemas.CLIENT_ASSIGNMENTS if name == "assignments" else schemas.OUTPUTS[name].schema
+
+
+def packed_rows(batches: Iterator[pa.RecordBatch], tables: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """A task: the stage's rows of its route batches, each batch packed beside its table's name."""
+    schema = schemas.arrow(PACKED)
+    for out in outputs_of(batches, tables):
+        for name, parts in out.items():
+            for rows in parts:
+                if rows.num_rows:
+                    sink = pa.BufferOutputStream()
+                    with pa.ipc.new_stream(sink, rows.schema) as stream:
+                        stream.write_batch(rows)
+                    packed = pa.array([sink.getvalue().to_pybytes()], pa.binary())
+                    yield pa.RecordBatch.from_arrays([pa.array([name]), packed], schema=schema)
+
+
+def unpacked_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A task: packed batches as the rows they hold."""
+    for packed in batches:
+        for blob in packed.column("batch"):
+            yield from pa.ipc.open_stream(blob.as_buffer()).read_all().to_batches()
+
+
+def _rows_of(packed: DataFrame, name: str) -> DataFrame:
+    """Table ``name``'s rows, unpacked, with its columns as its schema declares them."""
+    rows = packed.where(F.col("table") == name).mapInArrow(unpacked_rows, stage_form(name))
+    if name == "assignments":
+        keys = [c for c in schemas.CLIENT_ASSIGNMENTS.fieldNames() if c != "owned"]
+        rows = rows.select(*keys, F.inline("owned"))
+    return rows.select(*schemas.OUTPUTS[name].schema.fieldNames())
+
+
+class SparkSink:
+    """Tables written and read by Spark."""
+
+    kind = "spark"
+
+    def __init__(self, spark: SparkSession, directory: RunDirectory) -> None:
+        self.spark = spark
+        self.directory = directory
+
+    def run_stage(self, routes: DataFrame, tables: Sequence[str]) -> None:
+        """The stage over ``routes`` (partitioned by group): one Python pass, kept packed for the
+        writes, and a Spark job per table."""
+        packed = routes.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
+        packed = session.keep(packed, StorageLevel.MEMORY_AND_DISK)
+        try:
+            for name in tables:
+                self._write(name, _rows_of(packed, name))
+        finally:
+            packed.unpersist()
+
+    def _write(self, name: str, rows: DataFrame) -> None:
+        with session.job_description(self.spark, f"rmqsim: {name}"):
+            partitioned_by = schemas.OUTPUTS[name].partitioned_by
+            rows.write.mode("overwrite").partitionBy(*partitioned_by).parquet(self.directory.table(name))
+
+    def write(self, name: str, table: pa.Table) -> None:
+        """``table`` (the driver's) as table ``name``, one file (per partition) in its row order."""
+        schema = schemas.OUTPUTS[name].schema
+        rows = session.from_arrow(self.spark, table.select(schema.fieldNames()), schema)
+        self._write(name, rows.coalesce(1))
+
+    def read(
+        self, name: str, columns: Sequence[str] = (), where: Mapping[str, object] | None = None
+    ) -> pa.Table:
+        """``columns`` (all: none given) of table ``name`` as written, with its schema's types;
+        only the rows whose columns equal ``where``'s values."""
+        schema = schemas.OUTPUTS[name].schema
+        columns = list(columns or schema.fieldNames())
+        rows = self.spark.read.schema(schema).parquet(self.directory.table(name))
+        for column, value in (where or {}).items():
+            rows = rows.where(F.col(column) == value)
+        types = schemas.arrow(schema)
+        return rows.select(*columns).toArrow().cast(pa.schema([types.field(c) for c in columns]))
+
+    def publish(self) -> str:
+        return self.directory.publish()
+
+    def abandon(self) -> None:
+        self.directory.abandon()
