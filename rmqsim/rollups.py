@@ -38,6 +38,18 @@ COMPARED = (
     "unassigned_queues",
     "multi_owned_queues",
     "shared_queues",
+    "fleet_max_msgs_per_s",
+    "stranded_msgs_per_s",
+    "stranded_backlog",
+    "clients_without_messages",
+)
+
+# Where a step strands messages (docs/CONTRACT.md, section 2c): what to do instead.
+ADVICE = (
+    "messages are written to queues no consumer of the group reads (write_queue_nums above "
+    "read_queue_nums, or a write-only QueueData), or queues still holding messages left the read "
+    "queues: lower write_queue_nums first (for an ordered topic, its orderTopicConf's counts), wait "
+    "until every group has drained the queues above the new count, then lower read_queue_nums"
 )
 
 # What recommendation and comparison read of each table.
@@ -65,11 +77,13 @@ GROUP_METRICS_COLUMNS = (
     "pop_max_message_share",
     "one_library_multi_owned",
     "one_library_unassigned",
+    "stranded_msgs_per_s",
+    "stranded_backlog",
 )
 
 
 # What the driver reads of consumer_load: a row per client is the longest table it reads.
-CONSUMER_LOAD_COLUMNS = (*RUN, "group", "queues")
+CONSUMER_LOAD_COLUMNS = (*RUN, "group", "queues", "msgs_per_s")
 
 
 def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -83,16 +97,28 @@ def _max_over_mean(highest: pa.ChunkedArray, mean: pa.ChunkedArray) -> pa.Chunke
     return _where(pc.greater(mean, 0), pc.divide(pc.cast(highest, pa.float64()), mean))
 
 
-def summary(group_metrics: pa.Table, consumer_load: pa.Table) -> pa.Table:
+def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Table | None = None) -> pa.Table:
     """One row per (scenario, phase, strategy), schemas.SUMMARY, in that order: the fleet at a glance.
 
     A run with groups but no client has no consumer figures (null), and one with clients but no
-    group metrics none of those."""
+    group metrics none of those. ``unroutable``: per (scenario, phase), the messages per second
+    nobody could send (stage.inflow); without it (no traffic) that figure is null."""
     idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
+    silent = pc.and_(pc.greater(consumer_load["queues"], 0), pc.equal(consumer_load["msgs_per_s"], 0))
     load = (
         consumer_load.append_column("_idle", idle)
+        .append_column("_silent", pc.cast(silent, pa.int64()))
         .group_by(RUN)
-        .aggregate([("queues", "count"), ("queues", "max"), ("queues", "mean"), ("_idle", "sum")])
+        .aggregate(
+            [
+                ("queues", "count"),
+                ("queues", "max"),
+                ("queues", "mean"),
+                ("_idle", "sum"),
+                ("msgs_per_s", "max"),
+                ("_silent", "sum"),
+            ]
+        )
     )
     load = pa.table(
         {
@@ -102,20 +128,31 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table) -> pa.Table:
             "fleet_mean_queues": load["queues_mean"],
             "fleet_max_over_mean": _max_over_mean(load["queues_max"], load["queues_mean"]),
             "idle_consumers": load["_idle_sum"],
+            "fleet_max_msgs_per_s": load["msgs_per_s_max"],
+            # null without traffic, as the messages are
+            "clients_without_messages": _where(pc.is_valid(load["msgs_per_s_max"]), load["_silent_sum"]),
         }
     )
     summed = ("unassigned_queues", "multi_owned_queues", "shared_queues")
+    messages = (
+        "in_msgs_per_s",
+        "stranded_msgs_per_s",
+        "unowned_msgs_per_s",
+        "duplicated_msgs_per_s",
+        "stranded_backlog",
+    )
     threw = pc.cast(_thrown(group_metrics["error"]), pa.int64())
     groups = (
         group_metrics.append_column("_threw", threw)
-        .group_by(RUN)
+        .sort_by(_in_order(RUN, "topic", "group"))
+        .group_by(RUN, use_threads=False)
         .aggregate(
             [
                 ("queue_count", "count"),
                 ("queue_count", "sum"),
                 ("max_over_mean", "max"),
                 ("idle_consumers", "sum"),
-                *[(c, "sum") for c in summed],
+                *[(c, "sum") for c in (*summed, *messages)],
                 ("_threw", "sum"),
             ]
         )
@@ -127,11 +164,15 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table) -> pa.Table:
             "queues": groups["queue_count_sum"],
             "worst_group_max_over_mean": groups["max_over_mean_max"],
             "idle_in_a_topic": groups["idle_consumers_sum"],
-            **{c: groups[f"{c}_sum"] for c in summed},
+            **{c: groups[f"{c}_sum"] for c in (*summed, *messages)},
             "groups_with_errors": groups["_threw_sum"],
         }
     )
     out = groups.join(load, RUN, join_type="full outer")
+    if unroutable is not None:
+        out = out.join(unroutable, ["scenario", "phase"], join_type="left outer")
+    else:
+        out = out.append_column("unroutable_msgs_per_s", pa.nulls(out.num_rows, pa.float64()))
     return _conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)
 
 
@@ -182,6 +223,13 @@ def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Ta
         }
     )
     return _conformed(rejects.sort_by([("row", "ascending"), ("reason", "ascending")]), schemas.REJECTS)
+
+
+def _in_order(*columns) -> list[tuple[str, str]]:
+    """Sort keys that fix the order of a float sum: the same rows always add up to the same bits,
+    however the tasks that wrote them were split."""
+    names = [c for part in columns for c in ([part] if isinstance(part, str) else part)]
+    return [(c, "ascending") for c in names]
 
 
 def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
@@ -240,10 +288,49 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
             "min_moves": _where(complete, moves["min_moves_sum"]),
         }
     )
-    out = before.join(after, SCENARIO_STRATEGY, join_type="full outer").join(
-        moves, SCENARIO_STRATEGY, join_type="left outer"
+    out = (
+        before.join(after, SCENARIO_STRATEGY, join_type="full outer")
+        .join(moves, SCENARIO_STRATEGY, join_type="left outer")
+        .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
     )
     return _conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+
+
+def _stranding(summary: pa.Table) -> pa.Table:
+    """Per (scenario, strategy): the most messages per second any step strands, and the advice
+    where a step strands more messages, or more backlog, than the snapshot did."""
+    stranded = _stranded_more(summary, SCENARIO_STRATEGY).drop_columns(["most_stranded_backlog"])
+    steps = summary.filter(pc.greater(summary["phase"], 0))
+    silent = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_without_messages", "max")])
+    silent = silent.rename_columns({"clients_without_messages_max": "most_clients_without_messages"})
+    return stranded.join(silent, SCENARIO_STRATEGY, join_type="left outer")
+
+
+def _stranded_more(table: pa.Table, keys: list[str]) -> pa.Table:
+    """Per ``keys``: the most stranded_msgs_per_s and stranded_backlog of the phases after the
+    snapshot, and the advice where either is above the snapshot's (phase 0)."""
+    figures = [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
+    steps = table.filter(pc.greater(table["phase"], 0)).group_by(keys).aggregate(figures)
+    snapshot = table.filter(pc.equal(table["phase"], 0)).group_by(keys).aggregate(figures)
+    snapshot = snapshot.rename_columns({f"{c}_max": f"{c}_at_0" for c, _ in figures})
+    both = steps.join(snapshot, keys, join_type="left outer")
+
+    def more(column: str) -> pa.Array:
+        after, before = both[f"{column}_max"], pc.fill_null(both[f"{column}_at_0"], 0)
+        return pc.fill_null(pc.greater(after, before), False)
+
+    return pa.table(
+        {
+            **{c: both[c] for c in keys},
+            "most_stranded_msgs_per_s": both["stranded_msgs_per_s_max"],
+            "most_stranded_backlog": both["stranded_backlog_max"],
+            "advice": pc.if_else(
+                pc.or_(more("stranded_msgs_per_s"), more("stranded_backlog")),
+                ADVICE,
+                pa.scalar(None, pa.string()),
+            ),
+        }
+    )
 
 
 def exposure(split_brain: pa.Table) -> pa.Table:
@@ -308,7 +395,34 @@ def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) 
     moves = movement.filter(step).group_by(["group", "strategy"]).aggregate([("moved", "sum")])
     per_strategy = per_strategy.join(worst, ["group", "strategy"], join_type="left outer")
     moves = moves.rename_columns({"moved_sum": "moved"})
-    return _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
+    best = _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
+    return _conformed(
+        best.join(_stranded_per_group(group_metrics), "group", join_type="left outer").sort_by("group"),
+        schemas.RECOMMENDATION,
+    )
+
+
+def _stranded_per_group(group_metrics: pa.Table) -> pa.Table:
+    """Per group, the most messages per second and backlog a phase after the snapshot strands in
+    one of its topics, and the advice where a step strands more than the snapshot did."""
+    per_topic = group_metrics.group_by(["group", "scenario", "phase", "topic"]).aggregate(
+        [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
+    )
+    per_topic = per_topic.rename_columns(
+        {"stranded_msgs_per_s_max": "stranded_msgs_per_s", "stranded_backlog_max": "stranded_backlog"}
+    )
+    return (
+        _stranded_more(per_topic, ["group", "scenario", "topic"])
+        .group_by("group")
+        .aggregate([("most_stranded_msgs_per_s", "max"), ("most_stranded_backlog", "max"), ("advice", "max")])
+        .rename_columns(
+            {
+                "most_stranded_msgs_per_s_max": "most_stranded_msgs_per_s",
+                "most_stranded_backlog_max": "most_stranded_backlog",
+                "advice_max": "advice",
+            }
+        )
+    )
 
 
 def _per_strategy(group_metrics: pa.Table) -> pa.Table:
@@ -393,7 +507,7 @@ def _best_per_group(per_strategy: pa.Table) -> pa.Table:
     out = groups.join(best, "group").join(fewest, "group").sort_by("group")
     best_balance = out["best_max_over_mean"]
     pop_idle = out["pop_idle_consumers"]
-    return _conformed(
+    return (
         out.set_column(
             out.schema.get_field_index("best_max_over_mean"),
             "best_max_over_mean",
@@ -403,8 +517,7 @@ def _best_per_group(per_strategy: pa.Table) -> pa.Table:
         .append_column(
             "pop_share_queue_num",
             _where(pc.is_valid(pop_idle), pa.array(np.full(len(out), POP_SHARE_QUEUE_NUM), pa.int32())),
-        ),
-        schemas.RECOMMENDATION,
+        )
     )
 
 

@@ -19,6 +19,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
 )
 
 STRING = StringType()
@@ -26,6 +27,7 @@ INT = IntegerType()
 LONG = LongType()
 DOUBLE = DoubleType()
 BOOLEAN = BooleanType()
+TIMESTAMP = TimestampNTZType()  # as mqadmin prints it: the local time of the machine that ran it
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ BROKERS = TableSpec(
         Column("address", STRING, required=False),
         Column("machine_room", STRING, required=False),
         Column("alive", BOOLEAN, required=False, default=True),
+        # The send latency producers observe on this broker (docs/CONTRACT.md, section 2c).
+        Column("send_latency_ms", DOUBLE, required=False),
     ),
 )
 
@@ -155,7 +159,76 @@ OBSERVED_ASSIGNMENTS = TableSpec(
     ),
 )
 
-SNAPSHOT_TABLES = (BROKERS, TOPIC_QUEUES, CONSUMERS, GROUPS, OFFSETS, QUEUE_CONFIG, OBSERVED_ASSIGNMENTS)
+# Where the messages go (docs/CONTRACT.md, section 2c): a producer population of a topic, the key
+# mix of HASH producers, and the NameServer's orderTopicConf of ordered topics.
+PRODUCERS = TableSpec(
+    "producers",
+    False,
+    (
+        Column("topic", STRING),
+        Column("producer_group", STRING, required=False),
+        Column("client_id", STRING, required=False),
+        Column("msgs_per_s", DOUBLE),
+        Column("language", STRING, required=False),  # null: JAVA
+        Column("version", STRING, required=False),  # as producerConnection prints it; null: current
+        Column("selector", STRING, required=False, default="ROUND_ROBIN"),
+        Column("send_latency_fault_enable", BOOLEAN, required=False, default=False),
+    ),
+)
+PRODUCER_KEYS = TableSpec(
+    "producer_keys",
+    False,
+    (
+        Column("topic", STRING),
+        Column("producer_group", STRING, required=False),  # null: every HASH producer of the topic
+        Column("key", STRING),
+        Column("share", DOUBLE, required=False),  # null: equal
+    ),
+)
+ORDER_TOPICS = TableSpec("order_topics", False, (Column("topic", STRING), Column("order_conf", STRING)))
+
+# What the cluster measured, read by `rmqsim validate` only (docs/CONTRACT.md, section 2c):
+# statsAll's rates per (topic, group), and topicStatus's offsets per queue.
+OBSERVED_TRAFFIC = TableSpec(
+    "observed_traffic",
+    False,
+    (
+        Column("topic", STRING),
+        Column("group", STRING, required=False),  # null: the topic has no consumer group (NO_CONSUMER)
+        Column("in_tps", DOUBLE),  # messages per second into the topic
+        Column("out_tps", DOUBLE, required=False),  # what the group consumed; null without a group
+        Column("accumulation", LONG, required=False),  # the group's backlog; null before 4.0
+    ),
+)
+QUEUE_STATUS = TableSpec(
+    "queue_status",
+    False,
+    (
+        Column("topic", STRING),
+        Column("broker_name", STRING),
+        Column("queue_id", INT),
+        Column("min_offset", LONG),
+        Column("max_offset", LONG),
+        Column("last_updated", TIMESTAMP, required=False),  # null: never written
+    ),
+)
+
+SELECTORS = ("ROUND_ROBIN", "HASH")  # producers.selector, trimmed, any case; null: ROUND_ROBIN
+
+SNAPSHOT_TABLES = (
+    BROKERS,
+    TOPIC_QUEUES,
+    CONSUMERS,
+    GROUPS,
+    OFFSETS,
+    QUEUE_CONFIG,
+    OBSERVED_ASSIGNMENTS,
+    PRODUCERS,
+    PRODUCER_KEYS,
+    ORDER_TOPICS,
+    OBSERVED_TRAFFIC,
+    QUEUE_STATUS,
+)
 
 # The partition columns of the partitioned output tables, in directory order (docs/CONTRACT.md, 4).
 PARTITIONED_BY = ("scenario", "strategy")
@@ -227,6 +300,10 @@ GROUP_ROUTES = StructType(
         StructField("balancing", BALANCING, True),
         # Per broker of the route, whether its master (id 0) is alive: the proxy's answer needs it.
         StructField("broker_masters", ArrayType(BOOLEAN, True), True),
+        # Messages per second into each queue of mqAll, in mqAll order, and into the topic's
+        # written queues outside mqAll (docs/CONTRACT.md, section 2c): null without traffic.
+        StructField("queue_inflow", ArrayType(DOUBLE, True), True),
+        StructField("stranded_inflow", DOUBLE, True),
     ]
 )
 
@@ -300,6 +377,21 @@ GROUP_METRIC_FIELDS = (
     StructField("pop_max_message_share", DOUBLE, True),
     StructField("one_library_multi_owned", LONG, True),
     StructField("one_library_unassigned", LONG, True),
+    # Where the messages go (docs/CONTRACT.md, section 2c), in messages per second; null without
+    # traffic: written into the topic, into the queues the group owns, owns nobody, owns twice
+    # against the design, and into written queues outside its mqAll; each client's messages.
+    StructField("in_msgs_per_s", DOUBLE, True),
+    StructField("owned_msgs_per_s", DOUBLE, True),
+    StructField("unowned_msgs_per_s", DOUBLE, True),
+    StructField("duplicated_msgs_per_s", DOUBLE, True),
+    StructField("stranded_msgs_per_s", DOUBLE, True),
+    StructField("min_msgs_per_s", DOUBLE, True),
+    StructField("max_msgs_per_s", DOUBLE, True),
+    StructField("mean_msgs_per_s", DOUBLE, True),
+    StructField("msgs_max_over_mean", DOUBLE, True),
+    # Backlog on queues of the topic outside its mqAll (offsets say they hold messages nobody
+    # reads any more); null without offsets.
+    StructField("stranded_backlog", LONG, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
@@ -330,6 +422,8 @@ CONSUMER_LOAD = StructType(
         # each 1/k (docs/CONTRACT.md, section 2b).
         StructField("message_share", DOUBLE, False),
         StructField("backlog_share", DOUBLE, True),
+        # Messages per second it reads over those topics; null without traffic (section 2c).
+        StructField("msgs_per_s", DOUBLE, True),
     ]
 )
 
@@ -370,6 +464,18 @@ SUMMARY = StructType(
         StructField("multi_owned_queues", LONG, True),
         StructField("shared_queues", LONG, True),
         StructField("groups_with_errors", LONG, True),
+        # Messages per second (section 2c), null without traffic: written into the fleet's
+        # topics, and of those written where nobody in a group reads them (stranded), into
+        # queues nobody owns, read twice against the design, sent nowhere (unroutable); the
+        # busiest client's; clients that hold queues but get no message.
+        StructField("in_msgs_per_s", DOUBLE, True),
+        StructField("stranded_msgs_per_s", DOUBLE, True),
+        StructField("unowned_msgs_per_s", DOUBLE, True),
+        StructField("duplicated_msgs_per_s", DOUBLE, True),
+        StructField("unroutable_msgs_per_s", DOUBLE, True),
+        StructField("fleet_max_msgs_per_s", DOUBLE, True),
+        StructField("clients_without_messages", LONG, True),
+        StructField("stranded_backlog", LONG, True),  # null without offsets
     ]
 )
 
@@ -418,6 +524,20 @@ COMPARISON = StructType(
         StructField("min_moves", LONG, True),
         StructField("moved_over_steps", LONG, True),  # summed over consecutive phases
         StructField("moved_backlog", LONG, True),  # on the queues moved from phase 0 to the last
+        # Messages (section 2c), null without traffic; stranded_backlog null without offsets.
+        *[
+            StructField(f"{name}_{when}", kind, True)
+            for name, kind in (
+                ("fleet_max_msgs_per_s", DOUBLE),
+                ("stranded_msgs_per_s", DOUBLE),
+                ("stranded_backlog", LONG),
+                ("clients_without_messages", LONG),
+            )
+            for when in ("before", "after")
+        ],
+        StructField("most_stranded_msgs_per_s", DOUBLE, True),  # in any phase of the scenario
+        StructField("most_clients_without_messages", LONG, True),  # likewise: an idle tail
+        StructField("advice", STRING, True),  # the safe order where a step strands messages
     ]
 )
 
@@ -452,6 +572,26 @@ RECOMMENDATION = StructType(
         StructField("pop_max_message_share", DOUBLE, True),
         StructField("one_library_multi_owned", LONG, True),  # the best_balance strategy's
         StructField("one_library_unassigned", LONG, True),
+        # Where a scenario strands its messages (section 2c): the most in any phase, and the advice.
+        StructField("most_stranded_msgs_per_s", DOUBLE, True),
+        StructField("most_stranded_backlog", LONG, True),
+        StructField("advice", STRING, True),
+    ]
+)
+
+# One row per (scenario, phase, topic, broker_name, queue_id) written or read: where the messages
+# go (docs/CONTRACT.md, section 2c and 4).
+QUEUE_TRAFFIC = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("phase", INT, False),
+        StructField("topic", STRING, False),
+        StructField("broker_name", STRING, False),
+        StructField("queue_id", INT, False),
+        StructField("in_msgs_per_s", DOUBLE, False),
+        StructField("written", BOOLEAN, False),  # in some producer's publish list
+        StructField("read", BOOLEAN, False),  # in the consumers' mqAll
+        StructField("backlog", LONG, True),  # the most any group's offsets give; null: none do
     ]
 )
 
@@ -534,6 +674,7 @@ OUTPUTS = {
         OutputTable("group_metrics", GROUP_METRICS, PARTITIONED_BY),
         OutputTable("consumer_load", CONSUMER_LOAD, PARTITIONED_BY),
         OutputTable("movement", MOVEMENT, PARTITIONED_BY),
+        OutputTable("queue_traffic", QUEUE_TRAFFIC, ("scenario",)),
         OutputTable("split_brain", SPLIT_BRAIN, PARTITIONED_BY),
         OutputTable("summary", SUMMARY),
         OutputTable("comparison", COMPARISON),

@@ -16,8 +16,8 @@ from rmqsim.config import SimulateConfig
 from rmqsim.scenarios import apply, names, parse
 from rmqsim.sink import Sink, open_sink
 from rmqsim.snapshot import checks, reconcile
-from rmqsim.snapshot.load import Snapshot, load_snapshot
-from rmqsim.stage import routes, tasks
+from rmqsim.snapshot.load import Snapshot, load_snapshot, schemas_table
+from rmqsim.stage import inflow, routes, tasks
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class Staged:
     loaded: Snapshot  # as read
     checked: Snapshot  # the rows that pass the checks
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
+    traffic: inflow.Traffic | None = None  # where the messages go, with producers or rates
 
 
 def snapshot_read(spark: SparkSession, config: SimulateConfig) -> Snapshot:
@@ -71,6 +72,19 @@ def snapshot_read(spark: SparkSession, config: SimulateConfig) -> Snapshot:
     return snapshot
 
 
+def with_traffic(snapshot: Snapshot, runs: tuple[parse.Scenario, ...]) -> Snapshot:
+    """The snapshot with its producers, where it has traffic (producers, offsets' in_tps, or a
+    set_traffic step): a topic without producers rows sends its queues' in_tps (stage.inflow)."""
+    set_traffic = any(isinstance(s, parse.SetTraffic) for run in runs for s in run.steps)
+    rated = snapshot.offsets is not None and snapshot.offsets["in_tps"].null_count < snapshot.offsets.num_rows
+    if snapshot.producers is None and not rated and not set_traffic:
+        return snapshot
+    producers = inflow.default_producers(snapshot.producers, snapshot.offsets, snapshot.topic_queues["topic"])
+    return replace(
+        snapshot, producers=producers if producers is not None else schemas_table(schemas.PRODUCERS)
+    )
+
+
 def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
     in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
@@ -78,7 +92,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     runs = load_scenarios(config)
     snapshot = snapshot_read(spark, config)
     checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
-    valid = checked.snapshot
+    valid = with_traffic(checked.snapshot, runs)
     wanted = names.referenced(runs)
     names.check_names(runs, names.existing_names(valid, wanted, names.counted_groups(runs)))
     staged = apply.phased(valid, runs)
@@ -100,6 +114,17 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
     )
     stale_views = apply.stale_views(valid, runs)
+    traffic = None
+    if staged.producers is not None:
+        traffic = inflow.traffic(
+            brokers=staged.brokers,
+            topic_queues=staged.topic_queues,
+            producers=staged.producers,
+            topic_routes=topic_routes,
+            producer_keys=valid.producer_keys,
+            order_topics=valid.order_topics,
+            offsets=valid.offsets,
+        )
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
@@ -107,6 +132,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         offsets=staged.offsets,
         stale_views=stale_views,
         masters=balancing,
+        inflow=None if traffic is None else traffic.topic_inflow,
     )
     absent = {
         "backlogs": staged.offsets is None,
@@ -116,6 +142,8 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "client_languages": not languages,
         "balancing": not balancing,
         "broker_masters": not balancing,
+        "queue_inflow": traffic is None,
+        "stranded_inflow": traffic is None,
     }
     return Staged(
         group_routes,
@@ -123,8 +151,9 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         with_movement=any(s.steps for s in runs),
         with_stale_views=any(s.stale_views() for s in runs),
         loaded=snapshot,
-        checked=valid,
+        checked=checked.snapshot,
         absent=tuple(c for c, none in absent.items() if none),
+        traffic=traffic,
     )
 
 
@@ -170,9 +199,12 @@ def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
 def write_rollups(sink: Sink, built: Staged) -> RunResult:
     """The tables the driver computes from the stage's (rmqsim.rollups), and the rejects and the
     reconciliation, written; what simulate prints of them."""
+    traffic = built.traffic
+    if traffic is not None:
+        sink.write("queue_traffic", traffic.queue_traffic)
     group_metrics = sink.read("group_metrics")
     consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
-    summary = rollups.summary(group_metrics, consumer_load)
+    summary = rollups.summary(group_metrics, consumer_load, None if traffic is None else traffic.unroutable)
     sink.write("summary", summary)
     comparison = advice = exposure = None
     if built.with_movement:
@@ -187,7 +219,10 @@ def write_rollups(sink: Sink, built: Staged) -> RunResult:
             exposure = rollups.exposure(brain)
             sink.write("exposure", exposure)
     not_simulated = rollups.allocation_rejects(built.group_routes, group_metrics)
-    sink.write("rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema)]))
+    unroutable = [] if traffic is None else [traffic.rejects.cast(built.rejects.schema)]
+    sink.write(
+        "rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema), *unroutable])
+    )
     counted = reconcile.reconciliation(built.loaded, built.checked, built.rejects)
     sink.write("reconciliation", counted)
     return RunResult(

@@ -1,9 +1,12 @@
 """Write the bundled sample snapshot (conf/sample_snapshot): a small fleet a person can read.
 
-Five brokers in two machine rooms (two named room@broker for MACHINE_ROOM), 14 topics (one
-mid-shrink with fewer write than read queues, one read-only on one broker, two retry topics), nine
-groups: one per strategy, a BROADCASTING one and one with no groups row. Run it again after
-editing; the Parquet files it writes are committed.
+Five brokers in two machine rooms (two named room@broker for MACHINE_ROOM), 15 topics (one
+mid-shrink with fewer write than read queues, one with more write than read queues, one read-only
+on one broker, an ordered one, two retry topics), groups: one per strategy, a BROADCASTING one and
+one with no groups row, and others for who computes the assignment. Producers on every topic
+(one topic's rate from offsets' in_tps instead): Java, Go and C++ clients, a 4.x population with
+latency fault tolerance, HASH producers with a key mix. Run it again after editing; the Parquet
+files it writes are committed.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ TOPICS = {
     "ledger": {"hz-a@ledger-1": (4, 4, 6), "hz-b@ledger-2": (4, 4, 6)},
     "%RETRY%pay-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
     "%RETRY%order-consumer": {"broker-a": (1, 1, 6), "broker-b": (1, 1, 6), "broker-c": (1, 1, 6)},
+    "clicks": {"broker-a": (4, 8, 6), "broker-b": (4, 8, 6)},  # written to 8 queues, read from 4
+    "invoices": {"broker-a": (8, 8, 6)},  # the scenarios shrink it, in the safe order and the unsafe one
 }
 
 # group: (groups row or None for no row, topics, client ids with rooms)
@@ -57,7 +62,7 @@ GROUPS = {
     ),
     "analytics": (
         {"strategy": "AVG"},
-        ["user-events", "orders", "audit", "logistics", "notifications", "coupons"],
+        ["user-events", "orders", "audit", "logistics", "notifications", "coupons", "clicks"],
         [("10.0.2.11@31001", "hz-a"), ("10.0.2.12@31002", "hz-a"), ("10.0.2.13@31003", "hz-b")],
     ),
     "notify-consumer": (
@@ -111,6 +116,12 @@ GROUPS = {
         ["user-events"],
         [(f"10.0.13.{i}@grpc-{i}", "hz-a") for i in range(1, 4)],
     ),
+    # Two clients on invoices' 8 queues: AVG gives 0..3 and 4..7.
+    "invoice-sync": (
+        {"strategy": "AVG"},
+        ["invoices"],
+        [("10.0.14.1@9600", "hz-a"), ("10.0.14.2@9600", "hz-a")],
+    ),
     # Six clients on notifications' four queues: two sit idle (a scenario moves the group to POP).
     "sms-sender": (
         {"strategy": "AVG"},
@@ -134,6 +145,39 @@ QUEUE_CONFIG = [
 # Consumer progress of two groups (what `mqadmin consumerProgress` shows): a backlog per queue,
 # so scenarios report how many messages change owner, not just how many queues.
 PROGRESS = {"pay-consumer": ("payments", "refunds"), "order-consumer": ("orders",)}
+# Topics whose rate comes from offsets' in_tps (no producers row): messages per second per queue.
+IN_TPS = {"refunds": 5.0}
+
+# Producer populations (docs/CONTRACT.md, section 2c): topic, group, msgs_per_s, language, version,
+# selector, send_latency_fault_enable.
+PRODUCERS = [
+    ("orders", "order-service", 900.0, "JAVA", "V5_1_4", "HASH", False),  # ordered, by order id
+    ("orders", "order-backfill", 300.0, "JAVA", "V5_1_4", "ROUND_ROBIN", False),
+    # A 4.x population with latency fault tolerance and a 5.x one without, plus a Go service.
+    ("payments", "pay-gateway", 400.0, "JAVA", "V4_9_8", "ROUND_ROBIN", True),
+    ("payments", "pay-gateway-v5", 120.0, "JAVA", "V5_2_0", "ROUND_ROBIN", True),
+    ("payments", "wallet", 80.0, "GO", None, "ROUND_ROBIN", False),
+    ("inventory", "stock-service", 300.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("user-events", "web", 1500.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("user-events", "mobile", 500.0, "GO", None, "ROUND_ROBIN", False),
+    ("logistics", "carrier-sync", 150.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("notifications", "notifier", 80.0, "CPP", None, "ROUND_ROBIN", False),
+    ("audit", "audit-log", 50.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("risk-scores", "risk-model", 240.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("search-index", "indexer", 60.0, "PYTHON", None, "ROUND_ROBIN", False),
+    ("coupons", "promo", 120.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("ledger", "ledger-writer", 90.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("clicks", "tracker", 500.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("invoices", "billing", 80.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("%RETRY%pay-consumer", "pay-consumer", 6.0, "JAVA", None, "ROUND_ROBIN", False),
+    ("%RETRY%order-consumer", "order-consumer", 3.0, "JAVA", None, "ROUND_ROBIN", False),
+]
+# orders' key mix: a few hot merchants and a long tail, hashed over the order topic's 48 queues.
+PRODUCER_KEYS = [("orders", "order-service", f"merchant-{i:03d}", 40.0 / (i + 1)) for i in range(60)]
+# The NameServer's orderTopicConf of the ordered topic: the queues in this order.
+ORDER_TOPICS = [("orders", "broker-a:16;broker-b:16;broker-c:16")]
+# The send latency producers observe on each broker's master; null elsewhere.
+SEND_LATENCY_MS = {"broker-a": 40.0, "broker-b": 35.0, "broker-c": 60.0}
 
 
 def offsets() -> dict:
@@ -144,6 +188,7 @@ def offsets() -> dict:
         "queue_id": [],
         "broker_offset": [],
         "consumer_offset": [],
+        "in_tps": [],
     }
     for group, topics in PROGRESS.items():
         for topic in topics:
@@ -151,10 +196,23 @@ def offsets() -> dict:
                 for queue_id in range(read):
                     produced = 100_000 + 7_919 * (len(out["group"]) % 13)
                     lag = (queue_id * 37 + len(broker) * 11) % 400  # deterministic, uneven
-                    row = (group, topic, broker, queue_id, produced, produced - lag)
+                    row = (group, topic, broker, queue_id, produced, produced - lag, IN_TPS.get(topic))
                     for key, value in zip(out, row):
                         out[key].append(value)
     return out
+
+
+def _producers() -> dict:
+    columns = (
+        "topic",
+        "producer_group",
+        "msgs_per_s",
+        "language",
+        "version",
+        "selector",
+        "send_latency_fault_enable",
+    )
+    return {c: [row[i] for row in PRODUCERS] for i, c in enumerate(columns)}
 
 
 def _brokers() -> dict:
@@ -165,6 +223,7 @@ def _brokers() -> dict:
         "address": [],
         "machine_room": [],
         "alive": [],
+        "send_latency_ms": [],
     }
     for i, (name, room, slave_alive) in enumerate(BROKERS):
         for broker_id, alive in ((0, True), (1, slave_alive)):
@@ -174,6 +233,7 @@ def _brokers() -> dict:
             brokers["address"].append(f"10.10.{i}.{broker_id + 1}:10911")
             brokers["machine_room"].append(room)
             brokers["alive"].append(alive)
+            brokers["send_latency_ms"].append(SEND_LATENCY_MS.get(name) if broker_id == 0 else None)
     return brokers
 
 
@@ -230,6 +290,18 @@ def tables() -> dict:
         "topic_queues": arrow_table(schemas.TOPIC_QUEUES, _topic_queues()),
         "consumers": arrow_table(schemas.CONSUMERS, consumers),
         "groups": arrow_table(schemas.GROUPS, groups),
+        "producers": arrow_table(schemas.PRODUCERS, _producers()),
+        "producer_keys": arrow_table(
+            schemas.PRODUCER_KEYS,
+            {
+                c: [r[i] for r in PRODUCER_KEYS]
+                for i, c in enumerate(("topic", "producer_group", "key", "share"))
+            },
+        ),
+        "order_topics": arrow_table(
+            schemas.ORDER_TOPICS,
+            {c: [r[i] for r in ORDER_TOPICS] for i, c in enumerate(("topic", "order_conf"))},
+        ),
     }
 
 

@@ -65,6 +65,8 @@ def route(
     client_languages: Sequence[str | None] | None = None,
     balancing: Mapping[str, object] | None = None,
     broker_masters: Sequence[bool] | None = None,
+    queue_inflow: Sequence[float] | None = None,
+    stranded_inflow: float | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -74,7 +76,9 @@ def route(
     the whole column null for the row, as in a snapshot without queue_config); client_languages
     to null for the row (every client JAVA, as in a consumers table without a language column);
     balancing (schemas.BALANCING: rebalance, pop, pop_share_queue_num, consume_orderly) to null
-    (the client balances); broker_masters (whether each broker's master is alive) to null.
+    (the client balances); broker_masters (whether each broker's master is alive) to null;
+    queue_inflow (messages per second into each queue of mqAll, in mqAll order) and
+    stranded_inflow (into written queues outside it) to null (no traffic).
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -109,6 +113,8 @@ def route(
         "client_languages": None if client_languages is None else list(client_languages),
         "balancing": None if balancing is None else dict(balancing),
         "broker_masters": None if broker_masters is None else list(broker_masters),
+        "queue_inflow": None if queue_inflow is None else list(queue_inflow),
+        "stranded_inflow": stranded_inflow,
     }
 
 
@@ -197,24 +203,19 @@ def make_snapshot(
     brokers: Iterable[Mapping[str, object]],
     topic_queues: Iterable[Mapping[str, object]],
     consumers: Iterable[Mapping[str, object]],
-    groups: Iterable[Mapping[str, object]] | None = None,
-    queue_config: Iterable[Mapping[str, object]] | None = None,
-    offsets: Iterable[Mapping[str, object]] | None = None,
+    **optional: Iterable[Mapping[str, object]] | None,
 ) -> str:
-    """Write a snapshot from row dicts; absent optional columns stay absent in the Parquet."""
+    """Write a snapshot from row dicts; ``optional``: any other snapshot table by name (groups,
+    offsets, producers, ...). Absent optional columns stay absent in the Parquet."""
+    specs = {spec.name: spec for spec in schemas.SNAPSHOT_TABLES}
+    unknown = set(optional) - set(specs)
+    assert not unknown, f"not snapshot tables: {sorted(unknown)}"
+    given = {"brokers": brokers, "topic_queues": topic_queues, "consumers": consumers, **optional}
     tables = {
-        "brokers": arrow_table(schemas.BROKERS, _columns(schemas.BROKERS, brokers)),
-        "topic_queues": arrow_table(schemas.TOPIC_QUEUES, _columns(schemas.TOPIC_QUEUES, topic_queues)),
-        "consumers": arrow_table(schemas.CONSUMERS, _columns(schemas.CONSUMERS, consumers)),
+        name: arrow_table(specs[name], _columns(specs[name], rows))
+        for name, rows in given.items()
+        if rows is not None
     }
-    if groups is not None:
-        tables["groups"] = arrow_table(schemas.GROUPS, _columns(schemas.GROUPS, groups))
-    if queue_config is not None:
-        tables["queue_config"] = arrow_table(
-            schemas.QUEUE_CONFIG, _columns(schemas.QUEUE_CONFIG, queue_config)
-        )
-    if offsets is not None:
-        tables["offsets"] = arrow_table(schemas.OFFSETS, _columns(schemas.OFFSETS, offsets))
     write_snapshot(tables, str(path))
     return str(path)
 

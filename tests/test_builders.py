@@ -35,6 +35,8 @@ def test_a_route_row_names_every_field_with_its_default() -> None:
         "client_languages": None,
         "balancing": None,
         "broker_masters": None,
+        "queue_inflow": None,
+        "stranded_inflow": None,
     }
     assert list(row) == schemas.GROUP_ROUTES.fieldNames()
     assert route(clients=["x"], client_configs=None)["client_configs"] is None  # the whole row null

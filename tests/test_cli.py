@@ -116,22 +116,39 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     assert not list(out.parent.glob(".out.tmp-*"))  # staging renamed into place
 
     # The bundled scenarios: each printed, compared, and charted by `rmqsim report`.
-    for scenario in (
+    scenarios = (
         "scale-out-two-brokers",
         "broker-b-restart",
+        "shrink-invoices-8-to-4",
+        "shrink-invoices-unsafe",
         "shrink-orders-16-to-8",
+        "broker-b-slow",
         "pay-consumer-8-to-12",
         "pay-consumer-split-brain",
         "go-clients-join-risk-engine",
         "sms-sender-to-pop",
-    ):
+    )
+    for scenario in scenarios:
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
     comparison = pq.read_table(out / "comparison").to_pandas()
+    assert set(comparison.scenario) == set(scenarios)
     # Left out: a stale view, clients of two libraries, and POP, which all leave queues read twice.
     unsettled = ["pay-consumer-split-brain", "go-clients-join-risk-engine", "sms-sender-to-pop"]
     settled = comparison[~comparison.scenario.isin(unsettled)]
     one_owner = settled[settled.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
-    assert len(one_owner) == 12 and (one_owner.queues_moved >= one_owner.min_moves).all()
+    assert len(one_owner) == 3 * 7 and (one_owner.queues_moved >= one_owner.min_moves).all()
+    # The shrinks of invoices (80 msgs/s over 8 queues of broker-a, read by invoice-sync's two
+    # AVG clients, 0..3 and 4..7). The safe order: after its first step nobody writes to 4..7,
+    # so the second client gets no message (an idle tail). The unsafe one: after its first step
+    # 4..7 are written (4 x 10 msgs/s) and read by nobody: 40 msgs/s stranded, on top of clicks'
+    # 250 (written to 8 queues of each of its two brokers, read from 4: 500 / 2).
+    by = comparison.set_index(["scenario", "strategy"])
+    safe, unsafe = by.loc[("shrink-invoices-8-to-4", "AVG")], by.loc[("shrink-invoices-unsafe", "AVG")]
+    assert safe.most_clients_without_messages == 1 and safe.advice is None
+    assert (unsafe.stranded_msgs_per_s_before, unsafe.most_stranded_msgs_per_s) == (250.0, 290.0)
+    assert "lower write_queue_nums first" in unsafe.advice
+    assert sum(line.startswith("advice: ") for line in lines) == 2  # the unsafe shrink, and orders'
+    assert any("stranded msgs/s" in line for line in lines)
     # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
     assert any(line.startswith("split-brain risk, scenario pay-consumer-split-brain") for line in lines)
     risk = pq.read_table(out / "split_brain").to_pandas()
@@ -141,7 +158,6 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     # become read twice and read by nobody; under AVG, computed alike by both libraries, nothing
     # changes there. sms-sender's 6 clients on 4 queues: POP hands each a queue, so its 2 idle
     # clients go to work (AVG and AVG_BY_CIRCLE, the two strategies the broker has).
-    by = comparison.set_index(["scenario", "strategy"])
     go = by.loc[("go-clients-join-risk-engine", "CONSISTENT_HASH")]
     assert go.multi_owned_queues_after > go.multi_owned_queues_before
     assert go.unassigned_queues_after > go.unassigned_queues_before

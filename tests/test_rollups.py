@@ -17,6 +17,8 @@ SNAPSHOT_FIGURES = {
     "pop_max_message_share": None,
     "one_library_multi_owned": None,
     "one_library_unassigned": None,
+    "stranded_msgs_per_s": None,
+    "stranded_backlog": None,
 }
 
 
@@ -34,7 +36,12 @@ def _group_metrics(rows: list[tuple[str, int, str, str | None]]) -> pa.Table:
         }
         for group, phase, strategy, error in rows
     ]
-    types = {"pop_max_message_share": pa.float64(), "error": pa.string(), "phase": pa.int32()}
+    types = {
+        "pop_max_message_share": pa.float64(),
+        "stranded_msgs_per_s": pa.float64(),
+        "error": pa.string(),
+        "phase": pa.int32(),
+    }
     schema = pa.schema(
         [
             (c, types.get(c, pa.string() if isinstance(records[0][c], str) else pa.int64()))
@@ -199,6 +206,7 @@ def test_the_summary_counts_clients_queues_and_the_groups_the_client_fails_on() 
             "strategy": ["AVG"] * 3,
             "group": ["a", "a", "b"],
             "queues": [2, 0, 5],
+            "msgs_per_s": pa.nulls(3, pa.float64()),  # no traffic
         }
     )
     out = rollups.summary(metrics, load).to_pylist()
@@ -211,6 +219,12 @@ def test_the_summary_counts_clients_queues_and_the_groups_the_client_fails_on() 
     assert (first["consumers"], first["fleet_max_queues"], first["idle_consumers"]) == (3, 5, 1)
     assert first["fleet_mean_queues"] == 7 / 3 and first["fleet_max_over_mean"] == 5 / (7 / 3)
     assert (first["worst_group_max_over_mean"], first["idle_in_a_topic"]) == (1.5, 1)
+    # No traffic: no message figures.
+    assert (first["fleet_max_msgs_per_s"], first["clients_without_messages"], first["in_msgs_per_s"]) == (
+        None,
+        None,
+        None,
+    )
     # No client row in phase 1: no consumer figures, and no group ratio to take the max of.
     assert (second["consumers"], second["fleet_max_queues"], second["worst_group_max_over_mean"]) == (
         None,

@@ -21,8 +21,9 @@ from tests.conformance import queues, records
 
 
 def _table(spec: schemas.TableSpec, rows: list[tuple]) -> pa.Table:
+    """Rows as tuples of the spec's first columns; the later ones null."""
     columns = [c.name for c in spec.columns]
-    return arrow_table(spec, {c: [r[i] for r in rows] for i, c in enumerate(columns)})
+    return arrow_table(spec, {c: [r[i] if i < len(r) else None for r in rows] for i, c in enumerate(columns)})
 
 
 def _mq_all(topic_queues: list[tuple], brokers: list[tuple]) -> dict[str, list[tuple[str, int]]]:

@@ -33,6 +33,7 @@ img { max-width: 100%; border: 1px solid #eee; }
 
 def table_html(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]) -> str:
     """An HTML table of ``rows`` with the CLI's columns (key, title) and cell formatting."""
+    columns = text.shown_columns(rows, columns)
     head = "".join(f"<th>{escape(title)}</th>" for _, title in columns)
     body = []
     for row in rows:

@@ -15,7 +15,25 @@ SUMMARY_COLUMNS = (
     ("idle_consumers", "idle consumers"),
     ("unassigned_queues", "unassigned queues"),
     ("groups_with_errors", "groups with errors"),
+    # Messages (docs/CONTRACT.md, section 2c): shown where the run has traffic.
+    ("in_msgs_per_s", "msgs/s in"),
+    ("stranded_msgs_per_s", "stranded msgs/s"),
+    ("fleet_max_msgs_per_s", "max msgs/s/consumer"),
+    ("clients_without_messages", "consumers w/o msgs"),
 )
+# Columns left out of a printed table where every row has none (a run without traffic).
+OPTIONAL = {
+    "in_msgs_per_s",
+    "stranded_msgs_per_s",
+    "fleet_max_msgs_per_s",
+    "clients_without_messages",
+    "fleet_max_msgs_per_s_before",
+    "fleet_max_msgs_per_s_after",
+    "clients_without_messages_after",
+    "most_stranded_msgs_per_s",
+    "most_clients_without_messages",
+    "stranded_backlog_after",
+}
 
 
 def format_cell(value: object) -> str:
@@ -27,7 +45,15 @@ def format_cell(value: object) -> str:
     return str(value)
 
 
+def shown_columns(
+    rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """``columns`` less the OPTIONAL ones no row has a value for."""
+    return [(k, t) for k, t in columns if k not in OPTIONAL or any(r.get(k) is not None for r in rows)]
+
+
 def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]) -> str:
+    columns = shown_columns(rows, columns)
     header = [title for _, title in columns]
     body = [[format_cell(row.get(key)) for key, _ in columns] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)]
@@ -65,6 +91,12 @@ COMPARISON_COLUMNS = (
     ("min_moves", "min moves"),
     ("moved_over_steps", "moved over steps"),
     ("moved_backlog", "backlog moved"),
+    ("fleet_max_msgs_per_s_before", "max msgs/s before"),
+    ("fleet_max_msgs_per_s_after", "after"),
+    ("clients_without_messages_after", "w/o msgs after"),
+    ("most_clients_without_messages", "w/o msgs (most)"),
+    ("most_stranded_msgs_per_s", "stranded msgs/s"),
+    ("stranded_backlog_after", "stranded backlog"),
 )
 
 
@@ -84,17 +116,30 @@ RECOMMENDATION_COLUMNS = (
 
 
 def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
-    """Per group, over the scenarios run: which strategy balances best and which moves least."""
-    return "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)
+    """Per group, over the scenarios run: which strategy balances best and which moves least;
+    then, for each group a scenario strands messages of, the advice."""
+    text = "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)
+    advised = [r for r in rows if r.get("advice")]
+    for r in advised:
+        msgs, backlog = (
+            format_cell(r.get("most_stranded_msgs_per_s")),
+            format_cell(r.get("most_stranded_backlog")),
+        )
+        text += (
+            f"\n{r['group']}: a scenario strands up to {msgs} msgs/s and {backlog} messages: {r['advice']}"
+        )
+    return text
 
 
 def format_comparison(rows: Sequence[Mapping[str, object]]) -> str:
-    """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves."""
+    """Per scenario, each strategy's fleet before (phase 0) and after (last phase), and its moves;
+    where a step strands messages, the advice."""
     return _titled_tables(
         sorted(rows, key=lambda r: str(r["strategy"])),
         _scenario,
         lambda scenario, first: f"scenario {scenario}: phase 0 against phase {first.get('last_phase')}",
         COMPARISON_COLUMNS,
+        footer=lambda key_rows: next((f"advice: {r['advice']}" for r in key_rows if r.get("advice")), None),
     )
 
 
@@ -103,10 +148,10 @@ def _scenario(row: Mapping[str, object]) -> str:
 
 
 def _titled_tables(
-    rows: Sequence[Mapping[str, object]], key, title, columns: Sequence[tuple[str, str]]
+    rows: Sequence[Mapping[str, object]], key, title, columns: Sequence[tuple[str, str]], footer=None
 ) -> str:
     """A titled table per ``key`` of the rows, keys in order, rows in the order given;
-    ``title(key, first row)``."""
+    ``title(key, first row)``; ``footer(rows)``, a line under the table (None: none)."""
     by_key: dict[object, list[Mapping[str, object]]] = {}
     for row in rows:
         by_key.setdefault(key(row), []).append(row)
@@ -114,6 +159,9 @@ def _titled_tables(
     for k, key_rows in sorted(by_key.items(), key=lambda kv: kv[0]):
         blocks.append(title(k, key_rows[0]))
         blocks.append(format_table(key_rows, columns))
+        line = footer(key_rows) if footer else None
+        if line:
+            blocks.append(line)
     return "\n".join(blocks)
 
 

@@ -20,10 +20,10 @@ import pyarrow.compute as pc
 from rmqsim.errors import InputError
 from rmqsim.scenarios import parse as sc
 from rmqsim.scenarios.seeded import seeded_order
-from rmqsim.schemas import PHASE
-from rmqsim.snapshot.load import Snapshot
+from rmqsim.schemas import PHASE, PRODUCERS
+from rmqsim.snapshot.load import Snapshot, schemas_table
 
-PHASED = ("brokers", "topic_queues", "consumers", "groups")  # the tables a step may change
+PHASED = ("brokers", "topic_queues", "consumers", "groups", "producers")  # the tables a step may change
 STALE_VIEWS = pa.schema(
     [
         pa.field("scenario", pa.string(), nullable=False),
@@ -282,6 +282,62 @@ def _set_group_columns(group: str, updates: dict[str, object], tables: Snapshot)
 
 
 # consumers_join also needs the scenario's earlier steps: phase_snapshots applies it.
+def _set_traffic(step: sc.SetTraffic, tables: Snapshot) -> Snapshot:
+    """Each named topic's producers at ``msgs_per_s`` in all (shared in their current proportions,
+    evenly where they send nothing; a topic without producers gets one default population), or
+    every named topic's producers times ``factor``."""
+    producers = tables.producers
+    if producers is None:
+        producers = schemas_table(PRODUCERS)
+    named = pc.fill_null(_named(producers["topic"], step.topics), False)
+    rates = producers["msgs_per_s"]
+    if step.factor is not None:
+        scaled = pc.if_else(named, pc.multiply(rates, step.factor), rates)
+        return replace(tables, producers=_with_column(producers, "msgs_per_s", scaled))
+    total = pa.table(
+        {
+            "topic": producers["topic"],
+            "rate": pc.fill_null(rates, 0.0),
+            "one": pa.repeat(pa.scalar(1.0), producers.num_rows),
+        }
+    )
+    sums = total.group_by("topic", use_threads=False).aggregate([("rate", "sum"), ("one", "sum")])
+    at = pc.index_in(producers["topic"], value_set=sums["topic"])
+    topic_rate, topic_count = sums["rate_sum"].take(at), sums["one_sum"].take(at)
+    share = pc.if_else(
+        pc.greater(topic_rate, 0),
+        pc.divide(pc.fill_null(rates, 0.0), topic_rate),
+        pc.divide(1.0, topic_count),
+    )
+    updated = _with_column(
+        producers, "msgs_per_s", pc.if_else(named, pc.multiply(share, step.msgs_per_s), rates)
+    )
+    topics = pc.drop_null(pc.unique(tables.topic_queues["topic"]))
+    wanted = topics if step.topics == sc.ALL else pa.array(list(step.topics), pa.string())
+    missing = wanted.filter(pc.invert(pc.is_in(wanted, value_set=producers["topic"])))
+    if len(missing):
+        added = _rows(
+            updated.schema,
+            len(missing),
+            {
+                "topic": missing.cast(updated.schema.field("topic").type),
+                "msgs_per_s": _constant(step.msgs_per_s, pa.float64(), len(missing)),
+                "selector": _constant("ROUND_ROBIN", pa.string(), len(missing)),
+                "send_latency_fault_enable": _constant(False, pa.bool_(), len(missing)),
+            },
+        )
+        updated = _union(updated, added)
+    return replace(tables, producers=updated)
+
+
+def _set_broker_latency(step: sc.SetBrokerLatency, tables: Snapshot) -> Snapshot:
+    brokers = tables.brokers
+    named = _named(brokers["broker_name"], step.names)
+    value = pa.scalar(step.send_latency_ms, pa.float64())
+    latency = pc.if_else(pc.fill_null(named, False), value, brokers["send_latency_ms"])
+    return replace(tables, brokers=_with_column(brokers, "send_latency_ms", latency))
+
+
 APPLY: dict[type, Callable] = {
     sc.AddBrokers: _add_brokers,
     sc.RemoveBrokers: _remove_brokers,
@@ -292,6 +348,8 @@ APPLY: dict[type, Callable] = {
     sc.SetStrategy: _set_strategy,
     sc.SetRebalance: _set_rebalance,
     sc.StaleView: lambda step, tables: tables,  # the state stays; only some clients' view differs
+    sc.SetTraffic: _set_traffic,
+    sc.SetBrokerLatency: _set_broker_latency,
 }
 
 
@@ -323,7 +381,8 @@ def phased(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
     table some of whose phases share one state."""
     if not scenarios:
         raise InputError("arguments", "--scenarios", "no scenario to run")
-    shared: dict[str, dict[int, tuple[pa.Table, list[tuple[str, int]]]]] = {t: {} for t in PHASED}
+    phased_tables = [t for t in PHASED if getattr(tables, t) is not None]
+    shared: dict[str, dict[int, tuple[pa.Table, list[tuple[str, int]]]]] = {t: {} for t in phased_tables}
     for scenario in scenarios:
         for k, snap in enumerate(phase_snapshots(tables, scenario)):
             for name, states in shared.items():

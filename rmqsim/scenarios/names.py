@@ -21,9 +21,11 @@ from rmqsim.scenarios.parse import (
     ConsumersLeave,
     RemoveBrokers,
     Scenario,
+    SetBrokerLatency,
     SetQueueNums,
     SetRebalance,
     SetStrategy,
+    SetTraffic,
     StaleView,
 )
 from rmqsim.snapshot.load import Snapshot
@@ -171,6 +173,11 @@ def _check_queue_nums(step: SetQueueNums, names: _Names, where: str, kind: str) 
         _require(names.brokers, step.brokers, where, f"{kind}.brokers", "broker")
 
 
+def _check_traffic(step: SetTraffic, names: _Names, where: str, kind: str) -> None:
+    if step.topics != ALL:
+        _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
+
+
 def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> None:
     _require(names.groups, [step.group], where, f"{kind}.group", "group")
     if step.topics is not None:
@@ -223,4 +230,6 @@ _CHECKS: dict[type, Callable] = {
     SetStrategy: _check_strategy,
     SetRebalance: _check_strategy,
     StaleView: _check_stale,
+    SetTraffic: _check_traffic,
+    SetBrokerLatency: _check_brokers,
 }

@@ -105,6 +105,24 @@ class StaleView:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class SetTraffic:
+    """Producers' rates from this phase on (docs/CONTRACT.md, section 2c): each topic's total
+    (shared over its producers as before), or every producer's rate times a factor."""
+
+    topics: tuple[str, ...] | str = ALL
+    msgs_per_s: float | None = None
+    factor: float | None = None
+
+
+@dataclass(frozen=True)
+class SetBrokerLatency:
+    """The send latency producers observe on these brokers from this phase on; None clears it."""
+
+    names: tuple[str, ...]
+    send_latency_ms: float | None
+
+
 Step = (
     AddBrokers
     | RemoveBrokers
@@ -116,6 +134,8 @@ Step = (
     | SetStrategy
     | SetRebalance
     | StaleView
+    | SetTraffic
+    | SetBrokerLatency
 )
 
 KINDS: dict[str, type] = {
@@ -129,6 +149,8 @@ KINDS: dict[str, type] = {
     "set_strategy": SetStrategy,
     "set_rebalance": SetRebalance,
     "stale_view": StaleView,
+    "set_traffic": SetTraffic,
+    "set_broker_latency": SetBrokerLatency,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # What a stale view can follow: a step that changes what clients see (a new strategy is a restart).
@@ -240,6 +262,8 @@ _INTS = {
     "pop_share_queue_num",
 }
 _FRACTIONS = {"fraction"}
+_RATES = {"msgs_per_s", "factor", "send_latency_ms"}  # numbers, not negative
+_NULLABLE = {"send_latency_ms"}  # null means "clear it"
 
 
 def _coerce(key: str, value: object, where: str, kind: str) -> object:
@@ -257,6 +281,12 @@ def _coerce(key: str, value: object, where: str, kind: str) -> object:
     if key in _FRACTIONS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(where, label, f"expected a number, got {value!r}")
+        return float(value)
+    if key in _RATES:
+        if value is None and key in _NULLABLE:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise InputError(where, label, f"expected a number, 0 or more, got {value!r}")
         return float(value)
     if value is None or not isinstance(value, str) or not value.strip():
         raise InputError(where, label, f"expected a non-empty string, got {value!r}")
@@ -294,6 +324,8 @@ def _check_step(step: Step, where: str, kind: str) -> None:
         _check_set_strategy(step, bad)
     if isinstance(step, SetRebalance):
         _check_set_rebalance(step, bad)
+    if isinstance(step, SetTraffic) and (step.msgs_per_s is None) == (step.factor is None):
+        raise bad("msgs_per_s", "give either msgs_per_s or factor")
     if isinstance(step, ConsumersJoin) and step.language is not None:
         _check_one_of(bad, "language", step.language, LANGUAGES)
 

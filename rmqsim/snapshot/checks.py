@@ -17,15 +17,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim.arrays import combined
+from rmqsim.producers.versions import classify_versions
 from rmqsim.schemas import (
+    LANGUAGES,
     MESSAGE_MODELS,
     PERM_READ,
+    PRODUCERS,
     REBALANCES,
     REJECTS_ARROW,
     REQUEST_MODES,
+    SELECTORS,
     SNAPSHOT_TABLES,
 )
-from rmqsim.snapshot.load import Snapshot
+from rmqsim.snapshot.load import Snapshot, schemas_table
 from rmqsim.snapshot.text import blank, normalised, row_json
 from rmqsim.strategies import STRATEGIES
 
@@ -64,6 +68,21 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
     if tables.offsets is not None:
         offsets = _check_offsets(_Rows(tables.offsets, "offsets", given), topic_queues=topic_queues.kept)
         splits.append(offsets)
+    producers = producer_keys = order_topics = None
+    if tables.producers is not None:
+        producers = _check_producers(
+            _Rows(tables.producers, "producers", given), topic_queues=topic_queues.kept
+        )
+        splits.append(producers)
+    if tables.producer_keys is not None:
+        hashing = producers.kept if producers else schemas_table(PRODUCERS)
+        producer_keys = _check_producer_keys(
+            _Rows(tables.producer_keys, "producer_keys", given), producers=hashing
+        )
+        splits.append(producer_keys)
+    if tables.order_topics is not None:
+        order_topics = _check_order_topics(_Rows(tables.order_topics, "order_topics", given))
+        splits.append(order_topics)
     checked = replace(
         tables,
         brokers=brokers.kept,
@@ -72,6 +91,9 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
         groups=groups.kept,
         queue_config=queue_config.kept if queue_config else None,
         offsets=offsets.kept if offsets else None,
+        producers=producers.kept if producers else None,
+        producer_keys=producer_keys.kept if producer_keys else None,
+        order_topics=order_topics.kept if order_topics else None,
     )
     return Checked(checked, pa.concat_tables([s.rejected for s in splits]))
 
@@ -99,6 +121,7 @@ def _check_brokers(rows: _Rows) -> _Split:
         rows,
         rules=[
             *_blank_rules(brokers, "broker_name"),
+            *_rate_rules(brokers, "send_latency_ms"),
             _Repeat(
                 ["broker_name", "broker_id"],
                 "duplicate row for this broker_name and broker_id: "
@@ -219,6 +242,7 @@ def _check_offsets(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
             *_queue_id_rules(offsets),
             (pc.is_null(offsets["broker_offset"]), "broker_offset is null"),
             (pc.is_null(offsets["consumer_offset"]), "consumer_offset is null"),
+            *_rate_rules(offsets, "in_tps"),
             (
                 pc.fill_null(pc.greater_equal(queue_id, _queue_counts(offsets, topic_queues)), True),
                 _concat(
@@ -234,6 +258,83 @@ def _check_offsets(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
                 ["group", "topic", "broker_name", "queue_id"],
                 "duplicate row for this queue: the first good one (in JSON order) is used",
             ),
+        ],
+    )
+
+
+def _check_producers(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
+    """``topic_queues``: the kept rows (a topic with none has no route at all)."""
+    producers = rows.table
+    selector = normalised(pc.coalesce(producers["selector"], "ROUND_ROBIN"))
+    language = normalised(pc.coalesce(producers["language"], "JAVA"))
+    _, version_problem = classify_versions(combined(producers["version"]))
+    return _split(
+        rows,
+        rules=[
+            *_blank_rules(producers, "topic"),
+            (pc.is_null(producers["msgs_per_s"]), "msgs_per_s is null"),
+            *_rate_rules(producers, "msgs_per_s"),
+            (
+                pc.invert(pc.is_in(selector, value_set=pa.array(SELECTORS))),
+                _concat("unknown selector '", producers["selector"], "': expected ROUND_ROBIN or HASH"),
+            ),
+            (
+                pc.invert(pc.is_in(language, value_set=pa.array(LANGUAGES))),
+                _concat(
+                    "unknown language '",
+                    producers["language"],
+                    f"': the libraries rmqsim simulates are {', '.join(LANGUAGES)}",
+                ),
+            ),
+            (pc.is_valid(version_problem), _concat("unknown version: ", version_problem)),
+            (
+                pc.invert(_known(producers["topic"], topic_queues["topic"])),
+                _concat("topic '", producers["topic"], "' has no route (no topic_queues row)"),
+            ),
+        ],
+    )
+
+
+def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
+    """``producers``: the kept rows; a key mixes the traffic of HASH producers only."""
+    keys = rows.table
+    hashing = producers.filter(
+        pc.equal(normalised(pc.coalesce(producers["selector"], "ROUND_ROBIN")), "HASH")
+    )
+    topic_group = pc.binary_join_element_wise(keys["topic"], keys["producer_group"], "\x00")
+    known_pair = pc.is_in(
+        topic_group,
+        value_set=combined(pc.binary_join_element_wise(hashing["topic"], hashing["producer_group"], "\x00")),
+    )
+    known = pc.if_else(
+        pc.is_null(keys["producer_group"]), _known(keys["topic"], hashing["topic"]), known_pair
+    )
+    return _split(
+        rows,
+        rules=[
+            *_blank_rules(keys, "topic"),
+            (pc.is_null(keys["key"]), "key is null"),
+            *_rate_rules(keys, "share"),
+            (
+                pc.invert(pc.fill_null(known, False)),
+                "no HASH producer of this topic (and producer_group) sends with this key",
+            ),
+            _Repeat(
+                ["topic", "producer_group", "key"],
+                "duplicate row for this key: the first good one (in JSON order) is used",
+            ),
+        ],
+    )
+
+
+def _check_order_topics(rows: _Rows) -> _Split:
+    order_topics = rows.table
+    return _split(
+        rows,
+        rules=[
+            *_blank_rules(order_topics, "topic"),
+            (pc.is_null(order_topics["order_conf"]), "order_conf is null"),
+            _Repeat(["topic"], "duplicate row for this topic: the first good one (in JSON order) is used"),
         ],
     )
 
@@ -398,6 +499,17 @@ def _count_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
     ]
 
 
+def _rate_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
+    """A rate or a latency: a number, not negative (null passes: the column's own rule says
+    whether it may be)."""
+    value = table[column]
+    return [
+        (pc.is_nan(value), f"{column} is not a number"),
+        (pc.is_inf(value), _concat(f"{column} ", _text(value), " is not finite")),
+        (pc.less(value, 0), _concat(f"{column} ", _text(value), " is negative")),
+    ]
+
+
 def _known(values, keys) -> pa.Array:
     """Whether each value is among ``keys``: a left join's match (a null one never is)."""
     return pc.is_in(values, value_set=combined(pc.unique(keys)), skip_nulls=True)
@@ -409,5 +521,7 @@ def _concat(*parts) -> pa.Array:
 
 
 def _text(values) -> pa.Array:
-    """An integer in decimal."""
+    """A number as Python writes it (an integer in decimal)."""
+    if pa.types.is_floating(values.type):
+        return pa.array([None if v is None else repr(v) for v in combined(values).to_pylist()], pa.string())
     return pc.cast(values, pa.string())

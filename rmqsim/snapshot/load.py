@@ -35,6 +35,11 @@ class Snapshot:
     offsets: pa.Table | None = None
     queue_config: pa.Table | None = None
     observed_assignments: pa.Table | None = None  # read by `rmqsim validate` only
+    producers: pa.Table | None = None  # where the messages go (docs/CONTRACT.md, section 2c)
+    producer_keys: pa.Table | None = None
+    order_topics: pa.Table | None = None
+    observed_traffic: pa.Table | None = None  # read by `rmqsim validate` only
+    queue_status: pa.Table | None = None  # read by `rmqsim validate` only
     # Optional columns the files have, as "table.column".
     given: frozenset[str] = frozenset()
 

@@ -7,7 +7,17 @@ import pyarrow as pa
 from rmqsim import schemas
 from rmqsim.snapshot.load import Snapshot
 
-TABLES = ("brokers", "topic_queues", "consumers", "groups", "offsets", "queue_config")
+TABLES = (
+    "brokers",
+    "topic_queues",
+    "consumers",
+    "groups",
+    "offsets",
+    "queue_config",
+    "producers",
+    "producer_keys",
+    "order_topics",
+)
 SCHEMA = schemas.arrow(schemas.RECONCILIATION)
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import Strings, as_objects, list_column, object_array, offsets, take
+from rmqsim.arrays import Strings, as_objects, list_column, lookup_sorted, object_array, offsets, take
 from rmqsim.strategies import GroupBatch
 from rmqsim.strategies.params import ConfigLists
 
@@ -37,6 +37,8 @@ OPTIONAL = (
     "client_languages",
     "balancing",
     "broker_masters",
+    "queue_inflow",
+    "stranded_inflow",
 )
 
 
@@ -192,6 +194,52 @@ def queue_master_alive(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
     _, flat = list_column(rows, "broker_masters")
     alive = pc.fill_null(flat, True).to_numpy(zero_copy_only=False)
     return alive[batch.params.queue_broker_index]
+
+
+def has_traffic(rows: pa.RecordBatch) -> np.ndarray:
+    """Rows whose topic's inflow is known (the run has producers or rates)."""
+    return pc.is_valid(rows.column("queue_inflow")).to_numpy(zero_copy_only=False)
+
+
+def queue_inflow(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
+    """Messages per second into every flat queue of ``batch`` (mqAll order), 0 where unknown."""
+    out = np.zeros(len(batch.queue_id))
+    column = rows.column("queue_inflow")
+    if column.null_count == len(column) or not len(out):
+        return out
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
+    known = pc.is_valid(column).to_numpy(zero_copy_only=False)
+    if not (lengths[known] == batch.queue_counts[known]).all():
+        raise ValueError("queue_inflow must hold one rate per queue of mqAll")
+    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    out[np.repeat(known, batch.queue_counts)] = flat
+    return out
+
+
+def stranded_inflow(rows: pa.RecordBatch) -> np.ndarray:
+    return pc.fill_null(rows.column("stranded_inflow"), 0.0).to_numpy(zero_copy_only=False)
+
+
+def stranded_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
+    """Per row, the backlog offsets give on queues of its topic's readable brokers above their
+    read count: messages on a broker the group still reads from, in queues it no longer reads (a
+    read_queue_nums lowered under queues that still hold some). A broker gone from the route is
+    down, not shrunk: its queues are not counted."""
+    total = np.zeros(rows.num_rows, dtype=np.int64)
+    offsets_, flat = list_column(rows, "backlogs")
+    if len(flat) == 0 or not len(batch.queue_id):
+        return total
+    names = pd.Index(pd.unique(as_objects(batch.queue_broker)))
+    entry_row = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets_))
+    broker = names.get_indexer(as_objects(flat.field("broker_name")))
+    queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(np.int64)
+    backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.int64)
+    # Each (row, broker) of mqAll and its read count: queues 0 .. count-1 are read.
+    queue_broker = names.get_indexer(as_objects(batch.queue_broker))
+    pair, count = np.unique(batch.queue_group * (len(names) + 1) + queue_broker, return_counts=True)
+    at, found = lookup_sorted(pair, entry_row * (len(names) + 1) + broker)
+    above = found & (broker >= 0) & (queue_id >= count[at])
+    return np.bincount(entry_row[above], weights=backlog[above], minlength=rows.num_rows).astype(np.int64)
 
 
 def has_offsets(rows: pa.RecordBatch) -> np.ndarray:

@@ -19,7 +19,17 @@ from rmqsim.arrays import take
 from rmqsim.stage import skew
 from rmqsim.stage.allocated import Allocated
 from rmqsim.stage.alternatives import alternatives
-from rmqsim.stage.batches import balancing, broadcasting, has_offsets, phases_of, row_codes
+from rmqsim.stage.batches import (
+    balancing,
+    broadcasting,
+    has_offsets,
+    has_traffic,
+    phases_of,
+    queue_inflow,
+    row_codes,
+    stranded_backlogs,
+    stranded_inflow,
+)
 from rmqsim.stage.dispatch import BROKER_POP, PROXY
 from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts, read_pairs
 
@@ -43,18 +53,21 @@ def metric_rows(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[Metric
     """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows))."""
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
+    traffic_known = has_traffic(rows)
     balanced = balancing(rows)
     on_client = ~balanced.by_broker & ~balanced.by_proxy & ~broadcasting(rows)
     phase = phases_of(rows)
     out = []
+    inflow = queue_inflow(rows, allocated[0].batch) if allocated else None
     for a in allocated:
-        load = Load.of(a)
+        load = Load.of(a, inflow)
         consumers = np.bincount(a.callers.group, minlength=a.batch.n_groups)
         columns = _group_metric_columns(a, load, offsets_known, alternatives(a, phase, on_client, consumers))
+        columns += _traffic_columns(rows, a, load, inflow, traffic_known, offsets_known)
         out.append(
             MetricRows(
                 group_metrics=_group_metric_rows(rows, a, columns),
-                consumer_load=_consumer_load_rows(rows, a, load, group_code, offsets_known),
+                consumer_load=_consumer_load_rows(rows, a, load, group_code, offsets_known, traffic_known),
                 assignments=_assignment_lists(rows, a),
             )
         )
@@ -68,17 +81,20 @@ class Load:
     A queue outside today's mqAll (CONFIG may name one; a stale view or a kept answer may keep one
     of a broker that went down) stays in the client's list but is no load: no messages come from
     it. A ``(broker, -1)`` answer reads every queue of that broker (strategies.batch.read_pairs).
-    A queue read by k clients gives each 1/k of its messages and of its backlog."""
+    A queue read by k clients gives each 1/k of its messages and of its backlog (``message_share``,
+    ``backlog_share``, in queues); in messages per second (``msgs``), a queue read by k clients by
+    design gives each 1/k of its inflow, one read twice against the design all of it to each."""
 
     queues: np.ndarray  # per caller
     backlog: np.ndarray
     message_share: np.ndarray
     backlog_share: np.ndarray
+    msgs: np.ndarray  # messages per second
     readers: np.ndarray  # per flat queue
     shared: np.ndarray  # per flat queue: read by several clients by design (POP, the proxy)
 
     @staticmethod
-    def of(a: Allocated) -> Load:
+    def of(a: Allocated, inflow: np.ndarray | None = None) -> Load:
         batch, n = a.batch, len(a.callers)
         caller, queue = read_pairs(a.allocation, batch, a.callers.group)
         readers = np.bincount(queue, minlength=len(batch.queue_id))
@@ -87,13 +103,20 @@ class Load:
         backlog = batch.params.queue_backlog[queue]
         with np.errstate(divide="ignore"):
             part = 1.0 / readers[queue]
+        shared = (readers > 1) & (popping > 0)
+        msgs = np.zeros(n)
+        if inflow is not None:
+            msgs = np.bincount(
+                caller, weights=inflow[queue] * np.where(shared[queue], part, 1.0), minlength=n
+            )
         return Load(
             queues=np.bincount(caller, minlength=n).astype(np.int64),
             backlog=np.bincount(caller, weights=backlog, minlength=n),
             message_share=np.bincount(caller, weights=part, minlength=n),
             backlog_share=np.bincount(caller, weights=backlog * part, minlength=n),
+            msgs=msgs,
             readers=readers,
-            shared=(readers > 1) & (popping > 0),
+            shared=shared,
         )
 
 
@@ -159,6 +182,41 @@ def _group_metric_columns(a: Allocated, load: Load, offsets_known: np.ndarray, o
     ]
 
 
+def _traffic_columns(
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    inflow: np.ndarray | None,
+    traffic_known: np.ndarray,
+    offsets_known: np.ndarray,
+) -> list[pa.Array]:
+    """The messages of schemas.GROUP_METRIC_FIELDS (section 2c), one value per group; null where
+    the topic's inflow is unknown (stranded_backlog: without offsets)."""
+    batch = a.batch
+    n = batch.n_groups
+    rate = inflow if inflow is not None else np.zeros(len(batch.queue_id))
+    no_traffic = ~traffic_known
+
+    def per_group(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(batch.queue_group, weights=rate * mask, minlength=n)
+
+    stranded = stranded_inflow(rows)
+    msgs = skew.segment_stats(load.msgs, a.callers.group, n)
+    no_clients = msgs.count == 0
+    return [
+        _doubles(per_group(np.ones(len(rate), dtype=bool)) + stranded, no_traffic),
+        _doubles(per_group(load.readers > 0), no_traffic),
+        _doubles(per_group(load.readers == 0), no_traffic),
+        _doubles(per_group((load.readers > 1) & ~load.shared), no_traffic),
+        _doubles(stranded, no_traffic),
+        _doubles(msgs.minimum, no_traffic | no_clients),
+        _doubles(msgs.maximum, no_traffic | no_clients),
+        _doubles(msgs.mean, no_traffic | no_clients),
+        _doubles(msgs.max_over_mean, no_traffic | no_clients),
+        _longs(stranded_backlogs(rows, batch), ~offsets_known),
+    ]
+
+
 def _longs(values: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
     return pa.array(values.astype(np.int64), mask=mask, type=pa.int64())
 
@@ -177,7 +235,12 @@ def _group_metric_rows(rows: pa.RecordBatch, a: Allocated, columns: list[pa.Arra
 
 
 def _consumer_load_rows(
-    rows: pa.RecordBatch, a: Allocated, load: Load, group_code: np.ndarray, offsets_known: np.ndarray
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    group_code: np.ndarray,
+    offsets_known: np.ndarray,
+    traffic_known: np.ndarray,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group, client): its load over every topic of the group it reads."""
     batch, callers = a.batch, a.callers
@@ -193,6 +256,7 @@ def _consumer_load_rows(
 
     # A client's load has a backlog where any of its topics has offsets, not only its first.
     no_offsets = ~(np.bincount(client_class, weights=offsets_known[g]) > 0)[cls]
+    no_traffic = ~(np.bincount(client_class, weights=traffic_known[g]) > 0)[cls]
     scenario, phase, strategy, _, group = _keys(rows, a.strategy, g[firsts])
     columns = [
         scenario,
@@ -205,6 +269,7 @@ def _consumer_load_rows(
         pa.array(summed(load.backlog).astype(np.int64), mask=no_offsets, type=pa.int64()),
         pa.array(summed(load.message_share), type=pa.float64()),
         pa.array(summed(load.backlog_share), mask=no_offsets, type=pa.float64()),
+        pa.array(summed(load.msgs), mask=no_traffic, type=pa.float64()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW)
 

@@ -450,6 +450,7 @@ def group_routes(
     offsets: pa.Table | None = None,
     stale_views: pa.Table | None = None,
     masters: bool = True,
+    inflow: pa.Table | None = None,
 ) -> pa.Table:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists (with
     their strategies: with_strategies) and routes: a group's clients beside its topic's route;
@@ -460,11 +461,15 @@ def group_routes(
     client then throws "mqAll is null or mqAll empty", which is what a user must see.
     ``stale_views`` (scenarios.apply.stale_views) names the clients of a phase that compute from
     an earlier one.
-    ``masters``: keep ``broker_masters`` (null otherwise).
+    ``masters``: keep ``broker_masters`` (null otherwise). ``inflow``: stage.inflow's topic_inflow,
+    each (scenario, phase, topic)'s queue_inflow and stranded_inflow (null without traffic).
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
     df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
-    absent = {"backlogs", "stale_clients", "view_phase"}
+    absent = {"backlogs", "stale_clients", "view_phase", "queue_inflow", "stranded_inflow"}
+    if inflow is not None:
+        df = _left_join(df, inflow, [*PHASE, "topic"])
+        absent -= {"queue_inflow", "stranded_inflow"}
     if offsets is not None:
         df = _left_join(df, queue_backlogs(offsets), ["group", "topic"])
         absent -= {"backlogs"}

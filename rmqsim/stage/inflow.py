@@ -1,0 +1,644 @@
+"""Where the messages go, every phase (docs/CONTRACT.md, section 2c): each producer population's
+rate shared over its publish list, summed per queue, from that phase's brokers, routes and rates.
+
+In the driver, with pyarrow and numpy, for every (scenario, phase) at once: the publish lists of
+every (phase, topic) and client family are built in one call (rmqsim.producers.publish_list), and
+each population takes its topic's list and its share rule (rmqsim.producers.shares). What comes
+out: each queue's inflow (queue_traffic), the inflow of every queue of a topic's mqAll in mqAll
+order plus what is written outside it (for the allocation stage's metrics), and the rows nobody
+could send (unroutable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqsim import schemas
+from rmqsim.arrays import combined, lookup_sorted, within_runs
+from rmqsim.producers import hashing, shares
+from rmqsim.producers.latency import LATENCY_4X, LATENCY_5X, not_available_duration
+from rmqsim.producers.publish_list import PublishLists, go_publish_lists, java_publish_lists
+from rmqsim.producers.versions import classify_versions
+from rmqsim.schemas import PHASE
+from rmqsim.snapshot.text import normalised, row_json
+
+ROUTE_KEY = [*PHASE, "topic"]
+QUEUE_TRAFFIC = schemas.arrow(schemas.QUEUE_TRAFFIC)
+# The C++ core (and the Python and Node.js clients built on it) mirrors the Java client's route
+# handling; only the Go client builds its list its own way.
+GO = "GO"
+
+
+@dataclass(frozen=True)
+class Traffic:
+    queue_traffic: pa.Table  # schemas.QUEUE_TRAFFIC
+    # Per (scenario, phase, topic) of the routes: queue_inflow (list<double>, mqAll order) and
+    # stranded_inflow (written outside mqAll).
+    topic_inflow: pa.Table
+    unroutable: pa.Table  # per (scenario, phase): unroutable_msgs_per_s
+    rejects: pa.Table  # schemas.REJECTS, source "traffic": populations nobody could send for
+
+
+def default_producers(
+    producers: pa.Table | None, offsets: pa.Table | None, topics: pa.Array
+) -> pa.Table | None:
+    """``producers`` with one default population (Java, ROUND_ROBIN) for each topic that has none
+    and whose queues have an ``offsets.in_tps``: the sum over its queues, each queue's rate taken
+    once whatever the group (the largest reported). None where neither gives a rate."""
+    defaults = None
+    if offsets is not None and offsets["in_tps"].null_count < offsets.num_rows:
+        rated = offsets.filter(pc.is_valid(offsets["in_tps"]))
+        per_queue = (
+            rated.group_by(["topic", "broker_name", "queue_id"], use_threads=False)
+            .aggregate([("in_tps", "max")])
+            .sort_by([("topic", "ascending"), ("broker_name", "ascending"), ("queue_id", "ascending")])
+        )
+        per_topic = per_queue.group_by("topic", use_threads=False).aggregate([("in_tps_max", "sum")])
+        if producers is not None:
+            per_topic = per_topic.filter(
+                pc.invert(pc.is_in(per_topic["topic"], value_set=producers["topic"]))
+            )
+        per_topic = per_topic.filter(pc.is_in(per_topic["topic"], value_set=topics))
+        n = per_topic.num_rows
+        spec = schemas.PRODUCERS
+        defaults = pa.table(
+            {
+                c.name: per_topic["topic"]
+                if c.name == "topic"
+                else per_topic["in_tps_max_sum"]
+                if c.name == "msgs_per_s"
+                else pa.repeat(pa.scalar(c.default, schemas.arrow(spec.schema).field(c.name).type), n)
+                for c in spec.columns
+            },
+            schema=schemas.arrow(spec.schema),
+        )
+    if producers is None:
+        return defaults
+    if defaults is None:
+        return producers
+    return pa.concat_tables([producers.cast(defaults.schema), defaults])
+
+
+def traffic(
+    *,
+    brokers: pa.Table,
+    topic_queues: pa.Table,
+    producers: pa.Table,
+    topic_routes: pa.Table,
+    producer_keys: pa.Table | None = None,
+    order_topics: pa.Table | None = None,
+    offsets: pa.Table | None = None,
+) -> Traffic:
+    """Every phase's traffic. The tables are keyed by (scenario, phase) (scenarios.apply.phased)
+    but for the keys, the order confs and the offsets, which describe the fleet; ``topic_routes``
+    is routes.topic_routes' (the consumers' mqAll of every phase and topic).
+
+    Rates are summed in an order of their own (populations and keys sorted), so the same fleet
+    gives the same figures to the last bit, whatever the order of its rows."""
+    producers = producers.sort_by([(c, "ascending") for c in producers.column_names])
+    if producer_keys is not None:
+        producer_keys = producer_keys.sort_by([(c, "ascending") for c in producer_keys.column_names])
+    keys = _route_keys(topic_queues, producers, topic_routes)
+    facts = _broker_facts(brokers)
+    lists = _publish_lists(topic_queues, facts, keys, order_topics)
+    pops = _populations(producers, keys)
+    entry, rate = _population_entries(pops, lists, facts, keys, producer_keys)
+    sent = _accepted(entry, rate, lists, keys, facts)
+    inflow = _inflow_per_queue(keys, lists, pops, entry[sent], rate[sent])
+    mq_all = _mq_all(topic_routes, keys)
+    written = _written_queues(keys, lists, pops)
+    topic_inflow = _against_mq_all(keys, inflow, mq_all, topic_routes)
+    return Traffic(
+        queue_traffic=_queue_traffic(keys, inflow, mq_all, written, offsets),
+        topic_inflow=topic_inflow,
+        unroutable=_unroutable(pops, keys, lists, failed=(entry[~sent], rate[~sent])),
+        rejects=_unroutable_rejects(pops, keys, lists),
+    )
+
+
+# ------------------------------------------------------------------ keys
+
+
+@dataclass(frozen=True)
+class RouteKeys:
+    """Every (scenario, phase, topic) of the run, numbered; ``code(table)`` finds a table's rows'."""
+
+    table: pa.Table  # scenario, phase, topic: one row per key
+
+    def code(self, table: pa.Table) -> np.ndarray:
+        """Each row's key number (-1 where the run has no such key)."""
+        return _lookup(self.table, table, ROUTE_KEY)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+
+def _joined_key(table: pa.Table, columns: list[str]) -> pa.Array:
+    parts = [pc.cast(combined(table[c]), pa.string()) for c in columns]
+    return pc.binary_join_element_wise(*parts, "\x00")
+
+
+def _lookup(keys: pa.Table, table: pa.Table, columns: list[str]) -> np.ndarray:
+    at = pc.index_in(_joined_key(table, columns), value_set=_joined_key(keys, columns))
+    return pc.fill_null(at, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _route_keys(topic_queues: pa.Table, producers: pa.Table, topic_routes: pa.Table) -> RouteKeys:
+    every = pa.concat_tables(
+        [
+            t.select(ROUTE_KEY).cast(topic_routes.select(ROUTE_KEY).schema)
+            for t in (topic_routes, topic_queues, producers)
+        ]
+    )
+    return RouteKeys(every.group_by(ROUTE_KEY, use_threads=False).aggregate([]))
+
+
+# ------------------------------------------------------------------ brokers and lists
+
+
+@dataclass(frozen=True)
+class BrokerFacts:
+    """Per (scenario, phase, broker_name): what the NameServer routes, and its send latency."""
+
+    table: pa.Table  # scenario, phase, broker_name, routed, has_master, master_empty, send_latency_ms
+
+
+def _broker_facts(brokers: pa.Table) -> BrokerFacts:
+    """A broker name is routed while an instance is alive; its BrokerData has a master while
+    its master (id 0) is alive; Go skips a master whose address is empty. A master's latency
+    counts, else the largest of its instances'."""
+    alive = pc.fill_null(brokers["alive"], True)
+    master = pc.and_(pc.equal(pc.fill_null(brokers["broker_id"], 0), 0), alive)
+    empty = pc.and_(master, pc.fill_null(pc.equal(brokers["address"], ""), False))
+    latency = pc.if_else(master, brokers["send_latency_ms"], pa.scalar(None, pa.float64()))
+    grouped = pa.table(
+        {
+            **{c: brokers[c] for c in (*PHASE, "broker_name")},
+            "alive": alive,
+            "master": master,
+            "empty": empty,
+            "master_latency": latency,
+            "latency": brokers["send_latency_ms"],
+        }
+    ).group_by([*PHASE, "broker_name"], use_threads=False)
+    facts = grouped.aggregate(
+        [("alive", "any"), ("master", "any"), ("empty", "any"), ("master_latency", "max"), ("latency", "max")]
+    )
+    return BrokerFacts(
+        pa.table(
+            {
+                **{c: facts[c] for c in (*PHASE, "broker_name")},
+                "routed": facts["alive_any"],
+                "has_master": facts["master_any"],
+                "master_empty": facts["empty_any"],
+                "send_latency_ms": pc.coalesce(facts["master_latency_max"], facts["latency_max"]),
+            }
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Lists:
+    """The publish lists of every route key, one per client family (Java and the C++ core; Go)."""
+
+    java: PublishLists
+    go: PublishLists
+
+
+def _publish_lists(
+    topic_queues: pa.Table, facts: BrokerFacts, keys: RouteKeys, order_topics: pa.Table | None
+) -> Lists:
+    at = _lookup(facts.table, topic_queues, [*PHASE, "broker_name"])
+    found = at >= 0
+    taken = facts.table.take(pa.array(np.maximum(at, 0)))
+
+    def fact(name: str) -> np.ndarray:
+        return found & pc.fill_null(taken[name], False).to_numpy(zero_copy_only=False)
+
+    routed = fact("routed")  # a QueueData of a broker nobody answers for is gone from the route
+    rows = topic_queues.filter(pa.array(routed))
+    topic = keys.code(rows)
+    conf = None
+    if order_topics is not None:
+        at_conf = pc.index_in(keys.table["topic"], value_set=order_topics["topic"])
+        conf = order_topics["order_conf"].take(at_conf)
+    common = dict(
+        n_topics=len(keys),
+        topic=topic,
+        broker_name=rows["broker_name"],
+        write_queue_nums=pc.fill_null(rows["write_queue_nums"], 0).to_numpy(zero_copy_only=False),
+        perm=rows["perm"].to_numpy(zero_copy_only=False),
+        has_master=fact("has_master")[routed],
+        order_topic_conf=conf,
+    )
+    return Lists(
+        java=java_publish_lists(**common),
+        go=go_publish_lists(**common, master_empty=fact("master_empty")[routed]),
+    )
+
+
+# ------------------------------------------------------------------ populations
+
+
+@dataclass(frozen=True)
+class Populations:
+    rows: pa.Table  # the producers rows, phased
+    key: np.ndarray  # route key
+    go: np.ndarray  # builds and selects as the Go client
+    hash: np.ndarray  # selector HASH
+    avoids: np.ndarray  # Java with sendLatencyFaultEnable
+    before_5_1_4: np.ndarray  # runs the 4.x latency-fault selection
+    rate: np.ndarray
+
+
+def _populations(producers: pa.Table, keys: RouteKeys) -> Populations:
+    language = normalised(pc.coalesce(producers["language"], "JAVA"))
+    java = pc.equal(language, "JAVA").to_numpy(zero_copy_only=False)
+    before, _ = classify_versions(combined(producers["version"]))
+    selector = normalised(pc.coalesce(producers["selector"], "ROUND_ROBIN"))
+    enabled = pc.fill_null(producers["send_latency_fault_enable"], False).to_numpy(zero_copy_only=False)
+    return Populations(
+        rows=producers,
+        key=keys.code(producers),
+        go=pc.equal(language, GO).to_numpy(zero_copy_only=False),
+        hash=pc.equal(selector, "HASH").to_numpy(zero_copy_only=False),
+        avoids=java & enabled,
+        before_5_1_4=np.asarray(before, dtype=bool),
+        rate=pc.fill_null(producers["msgs_per_s"], 0.0).to_numpy(zero_copy_only=False).astype(np.float64),
+    )
+
+
+def _family(pops: Populations, lists: Lists) -> tuple[np.ndarray, np.ndarray]:
+    """Per population, (its list's first entry, its length) in the concatenation of the Java and
+    the Go entries (Go's after Java's)."""
+    java_n, go_n = np.diff(lists.java.offsets), np.diff(lists.go.offsets)
+    first = np.where(
+        pops.go, len(lists.java.queue_id) + lists.go.offsets[:-1][pops.key], lists.java.offsets[:-1][pops.key]
+    )
+    return first, np.where(pops.go, go_n[pops.key], java_n[pops.key])
+
+
+def _population_entries(
+    pops: Populations, lists: Lists, facts: BrokerFacts, keys: RouteKeys, producer_keys: pa.Table | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each population's list, flat: (the entry of the concatenated lists, messages per second)."""
+    first, length = _family(pops, lists)
+    offsets = np.concatenate([[0], np.cumsum(length)])
+    owner = np.repeat(np.arange(len(length)), length)
+    entry = np.repeat(first, length) + within_runs(length)
+    share = shares.round_robin_shares(offsets)
+    broker = pa.concat_arrays([lists.java.broker, lists.go.broker]).take(pa.array(entry))
+    if pops.avoids.any():
+        avoided_4x, avoided_5x = _avoided(broker, pops.rows.take(pa.array(owner)), facts)
+        available = np.where(pops.before_5_1_4[owner], ~avoided_4x, ~avoided_5x)
+        folded = shares.folded_latency_shares(offsets, available)
+        even = shares.latency_avoiding_shares(offsets, available)
+        share = np.where(pops.avoids[owner], np.where(pops.before_5_1_4[owner], folded, even), share)
+    if pops.hash.any():
+        share = np.where(pops.hash[owner], _hash_shares(pops, offsets, length, producer_keys), share)
+    return entry, pops.rate[owner] * share
+
+
+def _avoided(broker: pa.Array, owners: pa.Table, facts: BrokerFacts) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry, whether its broker's send latency makes a fault-tolerant producer avoid it,
+    by the 4.x table and by the 5.x one."""
+    probe = pa.table({"scenario": owners["scenario"], "phase": owners["phase"], "broker_name": broker})
+    at = _lookup(facts.table, probe, [*PHASE, "broker_name"])
+    latency = facts.table["send_latency_ms"].take(pa.array(np.maximum(at, 0)))
+    latency = np.where(at >= 0, pc.fill_null(latency, 0.0).to_numpy(zero_copy_only=False), 0.0)
+    return (
+        not_available_duration(latency, table=LATENCY_4X) > 0,
+        not_available_duration(latency, table=LATENCY_5X) > 0,
+    )
+
+
+def _hash_shares(
+    pops: Populations, offsets: np.ndarray, length: np.ndarray, producer_keys: pa.Table | None
+) -> np.ndarray:
+    """HASH populations' shares: each key's part to the entry its hash picks (Java's hashCode or
+    Go's fnv32a, modulo the list's length); 1/N where no key is given (or, for Go, an empty
+    key, which the Go client sends to a random queue)."""
+    if producer_keys is None or producer_keys.num_rows == 0:
+        return shares.round_robin_shares(offsets)
+    hashing_pops = np.flatnonzero(pops.hash & (length > 0))
+    rows = pops.rows.take(pa.array(hashing_pops))
+    # A key row names its topic and group, or its topic alone (every HASH producer of it).
+    named = producer_keys.filter(pc.is_valid(producer_keys["producer_group"]))
+    anyone = producer_keys.filter(pc.is_null(producer_keys["producer_group"]))
+    probe = pa.table({"topic": rows["topic"], "producer_group": rows["producer_group"]})
+    parts = []
+    for table, columns in ((named, ["topic", "producer_group"]), (anyone, ["topic"])):
+        if not table.num_rows:
+            continue
+        joined = pa.table({c: table[c] for c in columns}).append_column(
+            "_key", pa.array(np.arange(table.num_rows))
+        )
+        matched = probe.append_column("_pop", pa.array(np.arange(probe.num_rows))).join(joined, columns)
+        parts.append((matched["_pop"].to_numpy(), table.take(matched["_key"])))
+    if not parts:
+        return shares.round_robin_shares(offsets)
+    pop = np.concatenate([p for p, _ in parts])
+    keyed = pa.concat_tables([t.select(["key", "share"]) for _, t in parts])
+    population = hashing_pops[pop]
+    n = length[population]
+    go = pops.go[population]
+    index = np.where(
+        go,
+        hashing.go_hash_index(hashing.fnv32a(keyed["key"]), n),
+        hashing.java_hash_index(hashing.java_string_hash(keyed["key"]), n),
+    )
+    weight = pc.fill_null(keyed["share"], 1.0).to_numpy(zero_copy_only=False).astype(np.float64)
+    # Go sends an empty key to a random queue: its part as one pseudo-key per entry of the list.
+    spread = go & pc.equal(keyed["key"], "").to_numpy(zero_copy_only=False)
+    if spread.any():
+        k = np.flatnonzero(spread)
+        copies = n[k]
+        population = np.concatenate([population[~spread], np.repeat(population[k], copies)])
+        index = np.concatenate([index[~spread], within_runs(copies)])
+        weight = np.concatenate([weight[~spread], np.repeat(weight[k] / copies, copies)])
+    return shares.hash_shares(offsets, population, index, weight)
+
+
+# ------------------------------------------------------------------ per queue
+
+
+def _accepted(
+    entry: np.ndarray, rate: np.ndarray, lists: Lists, keys: RouteKeys, facts: BrokerFacts
+) -> np.ndarray:
+    """Per population entry, whether its broker's master is up to take the message. Only an
+    orderTopicConf's list can name a broker that is down; a send there fails."""
+    key = _entry_keys(keys, lists)[entry]
+    broker = pa.concat_arrays([lists.java.broker, lists.go.broker]).take(pa.array(entry))
+    route = keys.table.take(pa.array(key))
+    probe = pa.table({"scenario": route["scenario"], "phase": route["phase"], "broker_name": broker})
+    at = _lookup(facts.table, probe, [*PHASE, "broker_name"])
+    master = pc.fill_null(facts.table["has_master"].take(pa.array(np.maximum(at, 0))), False)
+    return (at >= 0) & master.to_numpy(zero_copy_only=False)
+
+
+def _entry_keys(keys: RouteKeys, lists: Lists) -> np.ndarray:
+    """The route key of every entry of the concatenated Java and Go lists."""
+    return np.concatenate(
+        [
+            np.repeat(np.arange(len(keys)), np.diff(lists.java.offsets)),
+            np.repeat(np.arange(len(keys)), np.diff(lists.go.offsets)),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class QueueRates:
+    """Messages per second per (route key, broker, queue id) written."""
+
+    key: np.ndarray
+    broker: pa.Array
+    queue_id: np.ndarray
+    rate: np.ndarray
+
+
+def _inflow_per_queue(
+    keys: RouteKeys, lists: Lists, pops: Populations, entry: np.ndarray, rate: np.ndarray
+) -> QueueRates:
+    key_of_entry = np.concatenate(
+        [
+            np.repeat(np.arange(len(keys)), np.diff(lists.java.offsets)),
+            np.repeat(np.arange(len(keys)), np.diff(lists.go.offsets)),
+        ]
+    )
+    broker = pa.concat_arrays([lists.java.broker, lists.go.broker])
+    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id]).astype(np.int64)
+    sent = pa.table(
+        {
+            "key": key_of_entry[entry],
+            "broker": broker.take(pa.array(entry)),
+            "queue_id": queue_id[entry],
+            "rate": rate,
+        }
+    )
+    summed = sent.group_by(["key", "broker", "queue_id"], use_threads=False).aggregate([("rate", "sum")])
+    return QueueRates(
+        summed["key"].to_numpy(),
+        combined(summed["broker"]),
+        summed["queue_id"].to_numpy(),
+        summed["rate_sum"].to_numpy(),
+    )
+
+
+def _written_queues(keys: RouteKeys, lists: Lists, pops: Populations) -> QueueRates:
+    """The queues a topic's producers write to (their lists'), or a Java producer's where the
+    topic has none: rate 0 each, for the written flag."""
+    produced_go = np.zeros(len(keys), dtype=bool)
+    produced_go[pops.key[pops.go & (pops.key >= 0)]] = True
+    produced_java = np.zeros(len(keys), dtype=bool)
+    produced_java[pops.key[~pops.go & (pops.key >= 0)]] = True
+    use_java = produced_java | ~produced_go
+    parts = []
+    for lists_, use in ((lists.java, use_java), (lists.go, produced_go)):
+        n = np.diff(lists_.offsets)
+        key = np.repeat(np.arange(len(keys)), n)
+        keep = use[key]
+        parts.append(
+            (key[keep], lists_.broker.filter(pa.array(keep)), lists_.queue_id[keep].astype(np.int64))
+        )
+    table = (
+        pa.table(
+            {
+                "key": np.concatenate([p[0] for p in parts]),
+                "broker": pa.concat_arrays([p[1] for p in parts]),
+                "queue_id": np.concatenate([p[2] for p in parts]),
+            }
+        )
+        .group_by(["key", "broker", "queue_id"], use_threads=False)
+        .aggregate([])
+    )
+    return QueueRates(
+        table["key"].to_numpy(),
+        combined(table["broker"]),
+        table["queue_id"].to_numpy(),
+        np.zeros(table.num_rows),
+    )
+
+
+@dataclass(frozen=True)
+class MqAll:
+    """Every queue of every route key's mqAll, in mqAll order within each key."""
+
+    key: np.ndarray
+    broker: pa.Array
+    queue_id: np.ndarray
+    offsets: np.ndarray  # per topic_routes row
+    route_key: np.ndarray  # per topic_routes row
+
+
+def _mq_all(topic_routes: pa.Table, keys: RouteKeys) -> MqAll:
+    route_key = keys.code(topic_routes)
+    names = combined(topic_routes["broker_names"])
+    nums = (
+        pc.list_flatten(combined(topic_routes["read_queue_nums"]))
+        .to_numpy(zero_copy_only=False)
+        .astype(np.int64)
+    )
+    brokers_per_row = pc.list_value_length(names).to_numpy(zero_copy_only=False).astype(np.int64)
+    broker_row = np.repeat(np.arange(len(brokers_per_row)), brokers_per_row)
+    per_row = np.bincount(broker_row, weights=nums, minlength=len(brokers_per_row)).astype(np.int64)
+    flat_broker = np.repeat(np.arange(len(nums)), nums)
+    return MqAll(
+        key=np.repeat(route_key, per_row),
+        broker=pc.list_flatten(names).take(pa.array(flat_broker)),
+        queue_id=within_runs(nums),
+        offsets=np.concatenate([[0], np.cumsum(per_row)]),
+        route_key=route_key,
+    )
+
+
+def _queue_codes(*sides: tuple[np.ndarray, pa.Array, np.ndarray]) -> list[np.ndarray]:
+    """One int64 code per (key, broker, queue id), equal across ``sides``."""
+    names = pa.concat_arrays([b for _, b, _ in sides]).dictionary_encode()
+    broker_code = names.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_b = len(names.dictionary) + 1
+    out, start = [], 0
+    for key, broker, queue_id in sides:
+        b = broker_code[start : start + len(broker)]
+        start += len(broker)
+        out.append((key * n_b + b) * (1 << 32) + queue_id)
+    return out
+
+
+def _against_mq_all(keys: RouteKeys, inflow: QueueRates, mq_all: MqAll, topic_routes: pa.Table) -> pa.Table:
+    """Per topic_routes row, its mqAll queues' inflow (list, mqAll order) and the inflow written
+    outside its mqAll."""
+    in_code, mq_code = _queue_codes(
+        (inflow.key, inflow.broker, inflow.queue_id), (mq_all.key, mq_all.broker, mq_all.queue_id)
+    )
+    order = np.argsort(in_code)
+    at, hit = lookup_sorted(in_code[order], mq_code)
+    per_queue = np.where(hit, inflow.rate[order][at] if len(order) else 0.0, 0.0)
+    outside = ~np.isin(in_code, mq_code)
+    stranded = np.bincount(inflow.key[outside], weights=inflow.rate[outside], minlength=len(keys))
+    lists = pa.ListArray.from_arrays(
+        pa.array(mq_all.offsets.astype(np.int32)), pa.array(per_queue, pa.float64())
+    )
+    return pa.table(
+        {
+            **{c: topic_routes[c] for c in ROUTE_KEY},
+            "queue_inflow": lists,
+            "stranded_inflow": pa.array(stranded[mq_all.route_key], pa.float64()),
+        }
+    )
+
+
+def _queue_traffic(
+    keys: RouteKeys, inflow: QueueRates, mq_all: MqAll, written: QueueRates, offsets: pa.Table | None
+) -> pa.Table:
+    """A row per queue written or read, per (scenario, phase, topic)."""
+    in_code, mq_code, w_code = _queue_codes(
+        (inflow.key, inflow.broker, inflow.queue_id),
+        (mq_all.key, mq_all.broker, mq_all.queue_id),
+        (written.key, written.broker, written.queue_id),
+    )
+    code, first = np.unique(np.concatenate([mq_code, w_code]), return_index=True)
+    key = np.concatenate([mq_all.key, written.key])[first]
+    rate = np.zeros(len(code))
+    rate[np.searchsorted(code, in_code)] = inflow.rate  # every queue with inflow is written
+    route = keys.table.take(pa.array(key))
+    queues = pa.table(
+        {
+            "topic": route["topic"],
+            "broker_name": pa.concat_arrays([mq_all.broker, written.broker]).take(pa.array(first)),
+            "queue_id": pa.array(np.concatenate([mq_all.queue_id, written.queue_id])[first], pa.int32()),
+        }
+    )
+    out = pa.table(
+        {
+            "scenario": route["scenario"],
+            "phase": route["phase"],
+            **{c: queues[c] for c in queues.column_names},
+            "in_msgs_per_s": pa.array(rate, pa.float64()),
+            "written": pa.array(np.isin(code, w_code)),
+            "read": pa.array(np.isin(code, mq_code)),
+            "backlog": _backlogs(queues, offsets),
+        }
+    )
+    return out.cast(QUEUE_TRAFFIC)
+
+
+def _backlogs(queues: pa.Table, offsets: pa.Table | None) -> pa.Array:
+    """Per queue, the largest backlog any group's offsets give (null: none do)."""
+    if offsets is None:
+        return pa.nulls(queues.num_rows, pa.int64())
+    behind = pc.max_element_wise(
+        pc.subtract_checked(offsets["broker_offset"], offsets["consumer_offset"]), pa.scalar(0, pa.int64())
+    )
+    per_queue = (
+        pa.table(
+            {
+                "topic": offsets["topic"],
+                "broker_name": offsets["broker_name"],
+                "queue_id": offsets["queue_id"],
+                "b": behind,
+            }
+        )
+        .group_by(["topic", "broker_name", "queue_id"], use_threads=False)
+        .aggregate([("b", "max")])
+    )
+    at = _lookup(per_queue, queues, ["topic", "broker_name", "queue_id"])
+    values = per_queue["b_max"].take(pa.array(np.maximum(at, 0)))
+    return pc.if_else(pa.array(at >= 0), values, pa.scalar(None, pa.int64()))
+
+
+# ------------------------------------------------------------------ unroutable
+
+
+def _unroutable_mask(pops: Populations, lists: Lists) -> tuple[np.ndarray, pa.Array]:
+    """Per population: whether its list is empty or failed, and the client's error (or None)."""
+    _, length = _family(pops, lists)
+    error = pa.array(
+        np.where(
+            pops.go,
+            np.asarray(lists.go.error.to_pylist(), dtype=object)[pops.key],
+            np.asarray(lists.java.error.to_pylist(), dtype=object)[pops.key],
+        )
+        if len(pops.key)
+        else [],
+        pa.string(),
+    )
+    return (length == 0) | error.is_valid().to_numpy(zero_copy_only=False), error
+
+
+def _unroutable(
+    pops: Populations, keys: RouteKeys, lists: Lists, *, failed: tuple[np.ndarray, np.ndarray]
+) -> pa.Table:
+    """Per (scenario, phase): the messages per second of populations nobody can send for, and
+    of the sends that fail (to an order topic's queue on a broker that is down)."""
+    lost, _ = _unroutable_mask(pops, lists)
+    entry, rate = failed
+    route = keys.table.take(pa.array(_entry_keys(keys, lists)[entry]))
+    rates = pa.table(
+        {
+            "scenario": pa.concat_arrays([combined(pops.rows["scenario"]), combined(route["scenario"])]),
+            "phase": pa.concat_arrays([combined(pops.rows["phase"]), combined(route["phase"])]),
+            "rate": pa.array(np.concatenate([np.where(lost, pops.rate, 0.0), rate]), pa.float64()),
+        }
+    )
+    per = rates.group_by(list(PHASE), use_threads=False).aggregate([("rate", "sum")])
+    return per.rename_columns({"rate_sum": "unroutable_msgs_per_s"})
+
+
+def _unroutable_rejects(pops: Populations, keys: RouteKeys, lists: Lists) -> pa.Table:
+    lost, error = _unroutable_mask(pops, lists)
+    rows = pops.rows.filter(pa.array(lost))
+    why = error.filter(pa.array(lost))
+    reason = pc.if_else(
+        why.is_valid(),
+        pc.binary_join_element_wise("unroutable: the producer throws: ", why, ""),
+        "unroutable: no writable queue (no QueueData with the write perm on a broker whose master is up)",
+    )
+    shown = rows.select([*PHASE, "topic", "producer_group", "client_id", "msgs_per_s"])
+    return pa.table(
+        [pa.repeat(pa.scalar("traffic"), rows.num_rows), reason, row_json(shown)],
+        schema=schemas.REJECTS_ARROW,
+    )
