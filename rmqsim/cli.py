@@ -133,6 +133,12 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--rooms", type=int, default=2)
     gen.add_argument("--mean-clients", type=float, default=8.0, help="mean clients per group")
     gen.add_argument(
+        "--producers",
+        action="store_true",
+        help="also producers on every topic (Java 5.x and 4.x with fault tolerance, Go, HASH with keys) "
+        "and a slow broker in eight (docs/CONTRACT.md, section 2c)",
+    )
+    gen.add_argument(
         "--room-broker-names",
         action="store_true",
         help='name brokers "room@broker-NN", as MACHINE_ROOM fleets do',
@@ -196,7 +202,9 @@ def parser() -> argparse.ArgumentParser:
         dest="in_dir",
         required=True,
         help="clusterList.txt, topicRoute/<topic>.txt, consumerConnection/<group>.txt, "
-        "consumerProgress/<group>.txt (README: Importing mqadmin output)",
+        "consumerProgress/<group>.txt; optionally statsAll.txt, "
+        "producerConnection/<producer_group>/<topic>.txt, topicStatus/<topic>.txt "
+        "(README: Importing mqadmin output)",
     )
     imp.add_argument("--out", required=True, help="the snapshot directory to write")
     imp.add_argument(
@@ -223,14 +231,40 @@ def parser() -> argparse.ArgumentParser:
         help="how a broker-balanced group asks for its queues (groups.request_mode; default PULL); "
         "POP:N also sets groups.pop_share_queue_num to N; a bare value for every other group; repeatable",
     )
+    imp.add_argument(
+        "--selector",
+        action="append",
+        default=[],
+        metavar="[PRODUCER_GROUP=]HASH|ROUND_ROBIN",
+        help="how a producer group picks its queues (producers.selector; mqadmin does not show it; "
+        "default ROUND_ROBIN); a bare value for every other producer group; repeatable",
+    )
+    imp.add_argument(
+        "--send-latency-fault",
+        action="append",
+        default=[],
+        metavar="[PRODUCER_GROUP=]true|false",
+        help="whether a producer group's Java clients avoid slow brokers "
+        "(producers.send_latency_fault_enable; mqadmin does not show it; default false); a bare value "
+        "for every other producer group; repeatable",
+    )
 
     val = sub.add_parser(
-        "validate", help="compare each group's simulated assignment with the one the cluster showed"
+        "validate",
+        help="compare each group's simulated assignment with the one the cluster showed, and the "
+        "modelled inflow with the measured one",
     )
-    val.add_argument("--snapshot", required=True, help="a snapshot with observed_assignments")
+    val.add_argument(
+        "--snapshot",
+        required=True,
+        help="a snapshot with observed_assignments, or traffic measurements (offsets.in_tps, "
+        "observed_traffic, queue_status), or both",
+    )
     val.add_argument("--run", help="a simulate output (--strategies configured) to take the simulation from")
     val.add_argument(
-        "--out", help="where validation/ and validation_queues/ go (default: the --run directory, else ./out)"
+        "--out",
+        help="where validation/, validation_queues/, validation_traffic/ and validation_topics/ go "
+        "(default: the --run directory, else ./out)",
     )
     _spark_args(val)
     return p
@@ -288,6 +322,9 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(f"moved queues per strategy: {written.moved}")
         print(f"load of group {written.group} in scenario {written.scenario}: {written.load}")
+        if written.messages is not None:
+            print(f"messages per client of group {written.group}: {written.messages}")
+            print(f"messages stranded per scenario: {written.stranded}")
     if args.html:
         from rmqsim.reporting import html
 
@@ -311,7 +348,12 @@ def _generate(args: argparse.Namespace) -> int:
         groups_per_topic=args.groups_per_topic,
         clients_per_group=args.clients_per_group,
     )
-    counts = write.write_snapshot(synthetic.generate(fleet), args.out)
+    tables = synthetic.generate(fleet)
+    if args.producers:
+        from rmqsim.snapshot import synthetic_traffic
+
+        tables = synthetic_traffic.with_producers(tables, args.seed)
+    counts = write.write_snapshot(tables, args.out)
     print(", ".join(f"{table}: {n} rows" for table, n in counts.items()) + f" in {args.out}")
     return 0
 
@@ -339,30 +381,26 @@ def _per_group(values: Sequence[str], flag: str, form: str, read: Callable[[str,
     return PerGroup(default, by_group)
 
 
+def _choice(flag: str, what: str, name: str, value: str, allowed: Sequence[str]) -> str:
+    """``name`` if it is one of ``allowed`` (compared as given), else exit code 2 naming the flag."""
+    if name not in allowed:
+        raise InputError(
+            "arguments", flag, f"unknown {what} {name!r} in {value!r}; choose from {', '.join(allowed)}"
+        )
+    return name
+
+
 def _strategy(name: str, value: str) -> str:
     from rmqsim.strategies import STRATEGIES
 
-    name = name.upper()
-    if name not in STRATEGIES:
-        raise InputError(
-            "arguments",
-            "--strategy",
-            f"unknown strategy {name!r} in {value!r}; choose from {', '.join(STRATEGIES)}",
-        )
-    return name
+    return _choice("--strategy", "strategy", name.upper(), value, tuple(STRATEGIES))
 
 
 def _rebalance(name: str, value: str) -> str:
     from rmqsim import schemas
 
     rebalances = tuple(r.lower() for r in schemas.REBALANCES)  # as the contract spells them
-    if name.lower() not in rebalances:
-        raise InputError(
-            "arguments",
-            "--rebalance",
-            f"unknown rebalance {name!r} in {value!r}; choose from {', '.join(rebalances)}",
-        )
-    return name.lower()
+    return _choice("--rebalance", "rebalance", name.lower(), value, rebalances)
 
 
 def _request_mode(text: str, value: str) -> RequestMode:
@@ -394,6 +432,21 @@ def _request_mode(text: str, value: str) -> RequestMode:
     return RequestMode(mode, n)
 
 
+def _selector(name: str, value: str) -> str:
+    from rmqsim import schemas
+
+    return _choice("--selector", "selector", name.upper(), value, schemas.SELECTORS)
+
+
+def _send_latency_fault(text: str, value: str) -> bool:
+    flag = {"true": True, "false": False}.get(text.lower())
+    if flag is None:
+        raise InputError(
+            "arguments", "--send-latency-fault", f"expected true or false, got {text!r} in {value!r}"
+        )
+    return flag
+
+
 def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
     """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
     parsed = _per_group(values, "--strategy", "NAME", _strategy)
@@ -412,6 +465,18 @@ def parse_request_modes(values: Sequence[str]) -> PerGroup[RequestMode]:
     return _per_group(values, "--request-mode", "PULL|POP[:N]", _request_mode)
 
 
+def parse_selectors(values: Sequence[str]) -> PerGroup[str]:
+    """``--selector`` values: ``PRODUCER_GROUP=HASH`` (HASH or ROUND_ROBIN, any case) for one producer
+    group, a bare value for every other; written in upper case."""
+    return _per_group(values, "--selector", "HASH|ROUND_ROBIN", _selector)
+
+
+def parse_send_latency_faults(values: Sequence[str]) -> PerGroup[bool]:
+    """``--send-latency-fault`` values: ``PRODUCER_GROUP=true`` (true or false, any case) for one
+    producer group, a bare value for every other."""
+    return _per_group(values, "--send-latency-fault", "true|false", _send_latency_fault)
+
+
 def _import_mqadmin(args: argparse.Namespace) -> int:
     from rmqsim.mqadmin import importer
 
@@ -423,6 +488,8 @@ def _import_mqadmin(args: argparse.Namespace) -> int:
         strategies=by_group,
         rebalance=parse_rebalances(args.rebalance),
         request_mode=parse_request_modes(args.request_mode),
+        selector=parse_selectors(args.selector),
+        send_latency_fault=parse_send_latency_faults(args.send_latency_fault),
     )
     print(", ".join(f"{table}: {n} rows" for table, n in imported.counts.items()) + f" in {args.out}")
     print("formats: " + "; ".join(f"{cmd} {', '.join(f)}" for cmd, f in imported.formats.items()))
@@ -440,9 +507,22 @@ def _validate(args: argparse.Namespace) -> int:
     spark = _session(args)
     out = args.out or args.run or "out"
     result = validate.run(spark, validate.ValidateConfig(snapshot=args.snapshot, out=out, run=args.run))
-    print(validate.format_result(result.groups))
-    tables = [os.path.join(out, t) for t in ("validation", "validation_queues")]
-    print(f"\noutputs in {tables[0]} (per group) and {tables[1]} (per queue)")
+    printed = []
+    if "validation" in result.tables:
+        printed.append(validate.format_result(result.groups))
+    if result.traffic is not None:
+        printed.append(validate.format_traffic(result.traffic))
+    printed.extend(result.notes)
+    print("\n\n".join(printed))
+    what = {
+        "validation": "per group",
+        "validation_queues": "per queue",
+        "validation_traffic": "inflow per queue",
+        "validation_topics": "inflow per topic",
+    }
+    written = [f"{os.path.join(out, t)} ({what[t]})" for t in result.tables]
+    if written:
+        print(f"\noutputs in {', '.join(written[:-1])}{' and ' if len(written) > 1 else ''}{written[-1]}")
     return 0
 
 

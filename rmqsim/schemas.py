@@ -304,6 +304,9 @@ GROUP_ROUTES = StructType(
         # written queues outside mqAll (docs/CONTRACT.md, section 2c): null without traffic.
         StructField("queue_inflow", ArrayType(DOUBLE, True), True),
         StructField("stranded_inflow", DOUBLE, True),
+        # Queues outside mqAll the group had a phase to drain (read, no longer written): their
+        # backlog is not stranded. Null without traffic.
+        StructField("drained_queues", ArrayType(QUEUE_REF, True), True),
     ]
 )
 
@@ -645,6 +648,48 @@ VALIDATION = StructType(
     ]
 )
 
+# rmqsim validate, per (topic, broker_name, queue_id) modelled or observed: the phase 0 inflow the
+# model gives the queue beside the rate the cluster measured, and the likely cause of a difference
+# (codes: see rmqsim.validate.traffic).
+VALIDATION_TRAFFIC = StructType(
+    [
+        StructField("topic", STRING, False),
+        StructField("broker_name", STRING, False),
+        StructField("queue_id", INT, False),
+        StructField("written", BOOLEAN, False),  # in a modelled producer's publish list
+        StructField("read", BOOLEAN, False),  # in the consumers' mqAll
+        StructField("modelled_msgs_per_s", DOUBLE, False),  # 0: the model sends nothing there
+        # offsets.in_tps (the largest of the queue's rows); 0 where queue_status says it was never
+        # written; null: not observed.
+        StructField("observed_msgs_per_s", DOUBLE, True),
+        StructField("ever_written", BOOLEAN, True),  # queue_status: a last_updated; null: not listed
+        StructField("difference", DOUBLE, True),  # observed - modelled
+        StructField("tolerance", DOUBLE, False),  # the difference within which the two agree
+        StructField("agrees", BOOLEAN, True),  # null: not observed
+        StructField("cause", STRING, True),  # null where they agree or nothing was observed
+    ]
+)
+
+# rmqsim validate, per topic modelled or observed: the modelled phase 0 total beside the observed one.
+VALIDATION_TOPICS = StructType(
+    [
+        StructField("topic", STRING, False),
+        StructField("rate_source", STRING, True),  # producers, offsets.in_tps; null: no rate
+        StructField("requested_msgs_per_s", DOUBLE, False),  # what its producers send, routable or not
+        StructField("modelled_msgs_per_s", DOUBLE, False),  # summed over its queues
+        StructField("observed_msgs_per_s", DOUBLE, True),
+        StructField("observed_from", STRING, True),  # observed_traffic, offsets.in_tps; null: neither
+        StructField("difference", DOUBLE, True),  # observed - modelled
+        StructField("tolerance", DOUBLE, False),
+        StructField("agrees", BOOLEAN, True),  # null: not observed
+        StructField("cause", STRING, True),  # null where the totals agree or nothing was observed
+        StructField("queues", LONG, False),  # its validation_traffic rows
+        StructField("queues_observed", LONG, False),
+        StructField("queues_differing", LONG, False),
+        StructField("queue_causes", ArrayType(STRING, False), False),  # its rows' causes, distinct, sorted
+    ]
+)
+
 
 def arrow(schema: StructType) -> pa.Schema:
     """``schema`` as Arrow types: what Spark hands Python and what pyarrow writes."""
@@ -684,6 +729,8 @@ OUTPUTS = {
         OutputTable("reconciliation", RECONCILIATION),
         OutputTable("validation", VALIDATION),
         OutputTable("validation_queues", VALIDATION_QUEUES),
+        OutputTable("validation_traffic", VALIDATION_TRAFFIC),
+        OutputTable("validation_topics", VALIDATION_TOPICS),
     )
 }
 # The tables the allocation stage's tasks write, in the order they are produced; movement only

@@ -6,6 +6,10 @@ The directory holds what a user saves with shell redirection::
     topicRoute/<topic>.txt           mqadmin topicRoute -t <topic>      (one per topic, retry topics too)
     consumerConnection/<group>.txt   mqadmin consumerConnection -g <group>
     consumerProgress/<group>.txt     mqadmin consumerProgress -g <group> -s true
+    statsAll.txt                     mqadmin statsAll                   (optional: the whole cluster)
+    producerConnection/<producer_group>/<topic>.txt
+                                     mqadmin producerConnection -g <producer_group> -t <topic> (optional)
+    topicStatus/<topic>.txt          mqadmin topicStatus -t <topic>     (optional)
 
 What becomes what:
 
@@ -24,6 +28,17 @@ What becomes what:
   ``--request-mode`` does (mqadmin prints none of them). Machine rooms are unknown: null.
 - offsets and observed_assignments: consumerProgress's rows, names cut short matched back to the
   routes' full names; each holder's IP matched to the client id of the group it belongs to.
+- observed_traffic: every statsAll line, system topics and topics without a route included:
+  topic, group (null where NO_CONSUMER), in_tps, out_tps (what the group consumed; null without a
+  group), accumulation (null before 4.0). Cut names matched as observed_traffic's docstring says.
+- producers: each routed topic's statsAll InTPS (once per topic: the largest where its lines
+  disagree) shared over the (producer group, language, version) populations of its
+  producerConnection files, per connection (producer_populations). ``selector`` and
+  ``send_latency_fault_enable`` only where ``--selector`` and ``--send-latency-fault`` name them
+  (mqadmin prints neither). Without statsAll.txt no rate is known and no producers table is
+  written: rows of 0 would tell the simulation that nothing is sent.
+- queue_status: topicStatus's queues, the broker names cut at 32 matched as consumerProgress's;
+  last_updated as printed, in the local time of the machine that ran mqadmin (null: never written).
 
 Nothing here needs Spark: tables are written with pyarrow.
 """
@@ -40,17 +55,34 @@ import pyarrow as pa
 
 from rmqsim import schemas
 from rmqsim.errors import InputError
-from rmqsim.mqadmin import cluster_list, consumer_connection, consumer_progress, names, topic_route
+from rmqsim.mqadmin import (
+    cluster_list,
+    consumer_connection,
+    consumer_progress,
+    names,
+    producer_connection,
+    stats_all,
+    topic_route,
+    topic_status,
+)
 from rmqsim.mqadmin.consumer_connection import ConsumerConnection
 from rmqsim.mqadmin.consumer_progress import ConsumerProgress
 from rmqsim.mqadmin.lines import error
+from rmqsim.mqadmin.observed_traffic import Traffic, observed_traffic
+from rmqsim.mqadmin.producer_connection import ProducerConnection
+from rmqsim.mqadmin.producer_populations import producer_populations
+from rmqsim.mqadmin.stats_all import StatsAll
 from rmqsim.mqadmin.topic_route import TopicRoute
+from rmqsim.mqadmin.topic_status import TopicStatus
 from rmqsim.snapshot.write import arrow_table, write_snapshot
 
 CLUSTER_LIST = "clusterList.txt"
 TOPIC_ROUTE = "topicRoute"
 CONSUMER_CONNECTION = "consumerConnection"
 CONSUMER_PROGRESS = "consumerProgress"
+STATS_ALL = "statsAll.txt"
+PRODUCER_CONNECTION = "producerConnection"
+TOPIC_STATUS = "topicStatus"
 
 T = TypeVar("T")
 
@@ -64,6 +96,9 @@ class Capture:
     routes: Mapping[str, TopicRoute]  # by topic
     connections: Mapping[str, ConsumerConnection]  # by group
     progress: Mapping[str, ConsumerProgress]  # by group
+    stats: StatsAll | None = None
+    producers: Mapping[tuple[str, str], ProducerConnection] = field(default_factory=dict)  # (group, topic)
+    topic_status: Mapping[str, TopicStatus] = field(default_factory=dict)  # by topic
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -121,7 +156,33 @@ def read_capture(root: str) -> Capture:
         group: consumer_progress.parse(_read(p), source=p)
         for group, p in _files(root, CONSUMER_PROGRESS, required=False).items()
     }
-    return Capture(root, cluster, routes, connections, progress)
+    stats_path = os.path.join(root, STATS_ALL)
+    stats = stats_all.parse(_read(stats_path), source=stats_path) if os.path.exists(stats_path) else None
+    producers = {
+        key: producer_connection.parse(_read(p), source=p) for key, p in _producer_files(root).items()
+    }
+    status = {
+        topic: topic_status.parse(_read(p), source=p)
+        for topic, p in _files(root, TOPIC_STATUS, required=False).items()
+    }
+    return Capture(root, cluster, routes, connections, progress, stats, producers, status)
+
+
+def _producer_files(root: str) -> dict[tuple[str, str], str]:
+    """{(producer group, topic): path}: producerConnection needs both -g and -t, so a group's
+    outputs go in a folder of its own, one file per topic."""
+    folder = os.path.join(root, PRODUCER_CONNECTION)
+    found = {}
+    for group, path in _files(root, PRODUCER_CONNECTION, required=False).items():
+        if not os.path.isdir(path):
+            raise InputError(
+                path,
+                None,
+                f"expected a folder per producer group: save `mqadmin producerConnection -g GROUP -t TOPIC` "
+                f"as {PRODUCER_CONNECTION}/GROUP/TOPIC.txt",
+            )
+        found.update({(group, topic): p for topic, p in _files(folder, group, required=False).items()})
+    return found
 
 
 @dataclass(frozen=True)
@@ -131,8 +192,9 @@ class PerGroup(Generic[T]):
     default: T | None = None
     by_group: Mapping[str, T] = field(default_factory=dict)
 
-    def get(self, group: str) -> T | None:
-        return self.by_group.get(group, self.default)
+    def get(self, group: str | None) -> T | None:
+        """None: a group mqadmin did not name (a topic's default producer population)."""
+        return self.default if group is None else self.by_group.get(group, self.default)
 
     def groups(self) -> set[str]:
         return set(self.by_group)
@@ -151,22 +213,24 @@ def to_tables(
     strategies: Mapping[str, str] | None = None,
     rebalance: PerGroup[str] | None = None,
     request_mode: PerGroup[RequestMode] | None = None,
+    selector: PerGroup[str] | None = None,
+    send_latency_fault: PerGroup[bool] | None = None,
 ) -> Imported:
     strategy = PerGroup(default_strategy, dict(strategies or {}))
     rebalance = rebalance or PerGroup()
     request_mode = request_mode or PerGroup()
-    for flag, given in (
-        ("--strategy", strategy),
-        ("--rebalance", rebalance),
-        ("--request-mode", request_mode),
-    ):
-        unknown = sorted(given.groups() - set(capture.connections))
-        if unknown:
-            raise InputError(
-                "arguments",
-                flag,
-                f"no {CONSUMER_CONNECTION}/<group>.txt for group(s) {', '.join(unknown)}",
-            )
+    selector = selector or PerGroup()
+    send_latency_fault = send_latency_fault or PerGroup()
+    _check_flag_groups(
+        {"--strategy": strategy, "--rebalance": rebalance, "--request-mode": request_mode},
+        set(capture.connections),
+        f"no {CONSUMER_CONNECTION}/<group>.txt for group(s)",
+    )
+    _check_flag_groups(
+        {"--selector": selector, "--send-latency-fault": send_latency_fault},
+        {group for group, _ in capture.producers},
+        f"no {PRODUCER_CONNECTION}/<producer_group>/ folder for producer group(s)",
+    )
     warnings: list[str] = []
     brokers = _brokers(capture, warnings)
     broker_names = {row["broker_name"] for row in brokers}
@@ -189,8 +253,23 @@ def to_tables(
     offsets, observed = _progress(capture, broker_names, warnings)
     rows["offsets"] = offsets
     rows["observed_assignments"] = observed
+    # The optional captures give their tables only where they were saved: an empty producers table
+    # would say that nothing is sent.
+    if capture.stats is not None:
+        traffic = _traffic(capture, capture.stats, warnings)
+        rows["observed_traffic"] = list(traffic.rows)
+        producers = _producers(capture, traffic.rates, selector, send_latency_fault, warnings)
+        if producers:
+            rows["producers"] = producers
+    elif capture.producers:
+        warnings.append(
+            f"no {STATS_ALL}: the topics' rates are unknown, so {PRODUCER_CONNECTION}/ gives no producers "
+            "table (rows of 0 messages would tell the simulation that nothing is sent)"
+        )
+    if capture.topic_status:
+        rows["queue_status"] = _queue_status(capture, broker_names, warnings)
     specs = {s.name: s for s in schemas.SNAPSHOT_TABLES}
-    tables = {name: arrow_table(specs[name], _columns(specs[name], table)) for name, table in rows.items()}
+    tables = {name: _table(specs[name], table) for name, table in rows.items()}
     return Imported(tables, tuple(warnings), _formats(capture), {n: t.num_rows for n, t in tables.items()})
 
 
@@ -202,6 +281,8 @@ def import_mqadmin(
     strategies: Mapping[str, str] | None = None,
     rebalance: PerGroup[str] | None = None,
     request_mode: PerGroup[RequestMode] | None = None,
+    selector: PerGroup[str] | None = None,
+    send_latency_fault: PerGroup[bool] | None = None,
 ) -> Imported:
     imported = to_tables(
         read_capture(root),
@@ -209,9 +290,22 @@ def import_mqadmin(
         strategies=strategies,
         rebalance=rebalance,
         request_mode=request_mode,
+        selector=selector,
+        send_latency_fault=send_latency_fault,
     )
     write_snapshot(imported.tables, out)
     return imported
+
+
+def _check_flag_groups(flags: Mapping[str, PerGroup], known: set[str], missing: str) -> None:
+    for flag, given in flags.items():
+        unknown = sorted(given.groups() - known)
+        if unknown:
+            raise InputError("arguments", flag, f"{missing} {', '.join(unknown)}")
+
+
+def _table(spec: schemas.TableSpec, rows: list[dict]) -> pa.Table:
+    return arrow_table(spec, _columns(spec, rows))
 
 
 def _groups(
@@ -358,10 +452,97 @@ def _progress(capture: Capture, broker_names: set[str], warnings: list[str]) -> 
             offsets.append({**queue, "broker_offset": q.broker_offset, "consumer_offset": q.consumer_offset})
             if progress.shows_holder:
                 observed.append({**queue, "client_id": _holder(q.client_ip, cc), "client_ip": q.client_ip})
-        for what, lines in sorted(skipped.items()):
-            where = f"{path}:{lines[0]}" + (f" and {len(lines) - 1} more line(s)" if len(lines) > 1 else "")
-            warnings.append(f"{where}: {what}: left out")
+        _left_out(path, skipped, warnings)
     return offsets, observed
+
+
+def _left_out(path: str, skipped: Mapping[str, list[int]], warnings: list[str]) -> None:
+    """One warning per reason lines of a file were left out, naming the first line."""
+    for what, lines in sorted(skipped.items()):
+        where = f"{path}:{lines[0]}" + (f" and {len(lines) - 1} more line(s)" if len(lines) > 1 else "")
+        warnings.append(f"{where}: {what}: left out")
+
+
+def _traffic(capture: Capture, stats: StatsAll, warnings: list[str]) -> Traffic:
+    """statsAll's lines, names matched against every full topic and group name the capture has."""
+    subscriptions = {g: {s.topic for s in cc.subscriptions} for g, cc in capture.connections.items()}
+    topics = (
+        set(capture.routes)
+        | {t for subscribed in subscriptions.values() for t in subscribed}
+        | set(capture.topic_status)
+        | {topic for _, topic in capture.producers}
+    )
+    traffic = observed_traffic(
+        stats,
+        source=capture.path(STATS_ALL),
+        topics=topics,
+        subscriptions=subscriptions,
+        groups=set(capture.progress),
+    )
+    warnings.extend(traffic.warnings)
+    return traffic
+
+
+def _producers(
+    capture: Capture,
+    rates: Mapping[str, float],
+    selector: PerGroup[str],
+    send_latency_fault: PerGroup[bool],
+    warnings: list[str],
+) -> list[dict]:
+    """The populations, with the flags' columns where they name a value (a bare value is every
+    other group's, the default population's, whose group is unknown, included)."""
+    populations = producer_populations(
+        rates,
+        capture.producers,
+        routed=set(capture.routes),
+        stats_source=capture.path(STATS_ALL),
+        path=lambda group, topic: capture.path(PRODUCER_CONNECTION, group, f"{topic}.txt"),
+    )
+    warnings.extend(populations.warnings)
+    rows = []
+    for population in populations.rows:
+        row = dict(population)
+        for column, given in (("selector", selector), ("send_latency_fault_enable", send_latency_fault)):
+            value = given.get(row.get("producer_group"))
+            if value is not None:
+                row[column] = value
+        rows.append(row)
+    return rows
+
+
+def _queue_status(capture: Capture, broker_names: set[str], warnings: list[str]) -> list[dict]:
+    """topicStatus's queues, as consumerProgress's are taken: a broker name cut at 32 matched to
+    the one broker that starts so (several: an error), queues of an unknown topic or broker left out."""
+    rows = []
+    for topic, status in sorted(capture.topic_status.items()):
+        path = capture.path(TOPIC_STATUS, f"{topic}.txt")
+        if topic not in capture.routes:
+            warnings.append(f"{path}: no {TOPIC_ROUTE}/{topic}.txt: left out")
+            continue
+        skipped: dict[str, list[int]] = defaultdict(list)
+        seen: dict[tuple[str, int], int] = {}
+        for q in status.queues:
+            broker = _resolve(path, q.line, "broker name", q.broker_name, status.broker_cut, broker_names)
+            if broker is None:
+                skipped[f"broker {q.broker_name} is in no route and not in {CLUSTER_LIST}"].append(q.line)
+                continue
+            if (broker, q.queue_id) in seen:
+                also = seen[broker, q.queue_id]
+                raise error(path, q.line, f"queue {broker} {q.queue_id} is listed twice (also line {also})")
+            seen[broker, q.queue_id] = q.line
+            rows.append(
+                {
+                    "topic": topic,
+                    "broker_name": broker,
+                    "queue_id": q.queue_id,
+                    "min_offset": q.min_offset,
+                    "max_offset": q.max_offset,
+                    "last_updated": q.last_updated,
+                }
+            )
+        _left_out(path, skipped, warnings)
+    return rows
 
 
 def _resolve(path: str, line: int, what: str, printed: str, cut: int, known: set[str]) -> str | None:
@@ -382,5 +563,8 @@ def _formats(capture: Capture) -> dict[str, tuple[str, ...]]:
         "topicRoute": {r.format for r in capture.routes.values()},
         "consumerConnection": {c.format for c in capture.connections.values()},
         "consumerProgress": {p.format for p in capture.progress.values()},
+        "statsAll": {capture.stats.format} if capture.stats else set(),
+        "producerConnection": {p.format for p in capture.producers.values()},
+        "topicStatus": {t.format for t in capture.topic_status.values()},
     }
     return {command: tuple(sorted(formats)) for command, formats in seen.items() if formats}

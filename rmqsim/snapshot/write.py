@@ -33,6 +33,7 @@ def _arrow_type(spark_type: object) -> pa.DataType:
         schemas.LONG: pa.int64(),
         schemas.BOOLEAN: pa.bool_(),
         schemas.DOUBLE: pa.float64(),
+        schemas.TIMESTAMP: pa.timestamp("us"),  # Spark's TimestampNTZ: no time zone
     }[spark_type]
 
 

@@ -7,6 +7,11 @@ Queues are compared where consumerProgress lists them: a queue matches when its 
 is one of its simulated owners (by client id, or by IP where only the IP is known) or when
 neither side has one. Groups with a mismatch, or with a duplicate, unlisted or ambiguous client,
 are then diagnosed on the driver (rmqsim.validate.diagnose): only their routes are collected.
+
+Where the snapshot measured traffic (offsets.in_tps, observed_traffic, queue_status), the modelled
+phase 0 inflow is compared with it too (rmqsim.validate.traffic), on the driver: the snapshot's
+inflow as simulate computes it, with or without ``--run``. A snapshot with traffic measurements
+and no observed_assignments gets only that comparison.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from rmqsim.snapshot.load import Snapshot, load_snapshot
 from rmqsim.snapshot.text import blank, normalised, row_json
 from rmqsim.stage.outputs import outputs_of
 from rmqsim.strategies import STRATEGIES
-from rmqsim.validate import diagnose
+from rmqsim.validate import diagnose, traffic
+from rmqsim.validate.traffic import Comparison
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +53,7 @@ BALANCING_OR_NULL = StructType([StructField(f.name, f.dataType, True) for f in s
 @dataclass(frozen=True)
 class ValidateConfig:
     snapshot: str
-    out: str  # receives validation/ and validation_queues/
+    out: str  # receives validation/ and validation_queues/, validation_traffic/ and validation_topics/
     run: str | None = None  # a simulate output directory; None: simulate here
     sink: str | None = None  # who writes and reads the tables (rmqsim.sink): None chooses by where
 
@@ -56,6 +62,9 @@ class ValidateConfig:
 class ValidationResult:
     out: str
     groups: list[dict]  # schemas.VALIDATION rows, by group
+    tables: tuple[str, ...] = ("validation", "validation_queues")  # the tables written
+    traffic: Comparison | None = None  # where the snapshot measured traffic
+    notes: tuple[str, ...] = ()  # what was not compared, and why
 
 
 def observed_queues(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
@@ -91,12 +100,16 @@ def configured_strategies(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     return session.from_arrow(spark, pa.table({"group": first["group"], "strategy": strategy}))
 
 
-def group_routes(spark: SparkSession, config: ValidateConfig, groups: DataFrame) -> DataFrame:
-    """Phase 0 routes of the observed groups, with every strategy's parameters: what both the
-    configured simulation and the diagnosis of a mismatch run on; and the checked snapshot they
-    come from, cached until unpersisted."""
+def built_here(spark: SparkSession, config: ValidateConfig) -> simulate.Staged:
+    """The snapshot's routes with every strategy's parameters, and its traffic, as simulate
+    builds them (on the driver)."""
     sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
-    built = simulate.build_group_routes(spark, sim)
+    return simulate.build_group_routes(spark, sim)
+
+
+def group_routes(spark: SparkSession, built: simulate.Staged, groups: DataFrame) -> DataFrame:
+    """Phase 0 routes of the observed groups: what both the configured simulation and the
+    diagnosis of a mismatch run on."""
     routes_here = (
         session.from_arrow(spark, built.group_routes, schemas.GROUP_ROUTES)
         .where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
@@ -246,12 +259,68 @@ def _cases(
 def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
     log.info("validate: snapshot=%s run=%s out=%s", config.snapshot, config.run, config.out)
     snapshot = load_snapshot(spark, config.snapshot)  # checks the layout of a local snapshot
+    measured = traffic.has_observations(snapshot.offsets, snapshot.observed_traffic, snapshot.queue_status)
+    if snapshot.observed_assignments is None and not measured:
+        raise InputError(
+            "observed_assignments",
+            None,
+            "the snapshot has none, nor any traffic measurement (offsets.in_tps, observed_traffic, "
+            "queue_status): import one with `rmqsim import-mqadmin`",
+        )
     sink: Sink = open_sink(spark, config.out, staged=False, kind=config.sink)  # beside a run's tables
+    built = built_here(spark, config)
+    tables: list[str] = []
+    groups: list[dict] = []
+    if snapshot.observed_assignments is not None:
+        groups = compare_assignments(spark, config, sink, snapshot, built)
+        tables += ["validation", "validation_queues"]
+    compared, notes = None, ()
+    if measured:
+        compared = compare_traffic(built)
+        if compared is None:
+            notes = (NOT_MODELLED,)
+        else:
+            sink.write("validation_traffic", compared.queues)
+            sink.write("validation_topics", compared.topics)
+            tables += ["validation_traffic", "validation_topics"]
+    log.info("validate: wrote %s", config.out)
+    return ValidationResult(config.out, groups, tuple(tables), compared, notes)
+
+
+NOT_MODELLED = (
+    "traffic: not compared: the snapshot has traffic measurements but neither producers nor "
+    "offsets.in_tps, so the model sends nothing"
+)
+
+
+def compare_traffic(built: simulate.Staged) -> Comparison | None:
+    """The snapshot's modelled inflow (phase 0 of the baseline) beside its measurements; None
+    where the model has no traffic (no producers, no in_tps)."""
+    if built.traffic is None:
+        return None
+    rows = built.traffic.queue_traffic
+    phase0 = rows.filter(pc.and_(pc.equal(rows["scenario"], simulate.BASELINE), pc.equal(rows["phase"], 0)))
+    checked = built.checked
+    return traffic.compare(
+        phase0,
+        topics=checked.topic_queues["topic"],
+        brokers=checked.brokers,
+        producers=checked.producers,
+        offsets=checked.offsets,
+        observed_traffic=checked.observed_traffic,
+        queue_status=checked.queue_status,
+    )
+
+
+def compare_assignments(
+    spark: SparkSession, config: ValidateConfig, sink: Sink, snapshot: Snapshot, built: simulate.Staged
+) -> list[dict]:
+    """validation_queues/ and validation/ written; the latter's rows, by group."""
     observed = observed_queues(spark, snapshot)
     groups = observed.select("group").distinct()
     strategies = configured_strategies(spark, snapshot)
     # Small (one row per observed (topic, group)), and read twice: by the simulation and the diagnosis.
-    observed_routes = group_routes(spark, config, groups)
+    observed_routes = group_routes(spark, built, groups)
     observed_routes = observed_routes.persist()
     try:
         simulated = (
@@ -296,8 +365,7 @@ def run(spark: SparkSession, config: ValidateConfig) -> ValidationResult:
             }
         )
     sink.write("validation", pa.Table.from_pylist(out_rows, schema=schemas.arrow(schemas.VALIDATION)))
-    log.info("validate: wrote %s", config.out)
-    return ValidationResult(config.out, out_rows)
+    return out_rows
 
 
 COLUMNS = (
@@ -324,3 +392,73 @@ def format_result(rows: list[dict]) -> str:
     for r in rows:
         lines.extend(f"{r['group']}: {code}: {detail}" for code, detail in zip(r["causes"], r["details"]))
     return "\n".join(lines)
+
+
+WORST = 5  # the topics and the queues that differ most, printed
+QUEUE_COLUMNS = (
+    ("topic", "topic"),
+    ("broker_name", "broker"),
+    ("queue_id", "queue"),
+    ("modelled_msgs_per_s", "modelled msgs/s"),
+    ("observed_msgs_per_s", "observed msgs/s"),
+    ("difference", "difference"),
+    ("cause", "cause"),
+)
+TOPIC_COLUMNS = (
+    ("topic", "topic"),
+    ("rate_source", "rate from"),
+    ("modelled_msgs_per_s", "modelled msgs/s"),
+    ("observed_msgs_per_s", "observed msgs/s"),
+    ("observed_from", "observed from"),
+    ("difference", "difference"),
+    ("cause", "cause"),
+)
+CAUSE_COLUMNS = (("cause", "cause"), ("queues", "queues"), ("topics", "topics"))
+
+
+def format_traffic(compared: Comparison) -> str:
+    """What `rmqsim validate` prints of the traffic comparison: how many queues and topics were
+    measured and differ, the causes with what each means, then those that differ most."""
+    queues, topics = compared.queues, compared.topics
+    odd_queues, odd_topics = _differing(queues), _differing(topics)
+    lines = [
+        f"traffic, phase 0: queues {queues.num_rows}, measured {_measured(queues)}, differing "
+        f"{odd_queues.num_rows}; topics {topics.num_rows}, measured {_measured(topics)}, differing "
+        f"{odd_topics.num_rows} (agreeing: within {traffic.ABSOLUTE_TOLERANCE:g} msg/s + "
+        f"{traffic.RELATIVE_TOLERANCE:.0%} of the topic's mean queue rate, or of its total)"
+    ]
+    per_queue, per_topic = _counts(odd_queues), _counts(odd_topics)
+    found = [c for c in traffic.CAUSES if c in per_queue or c in per_topic]
+    if found:
+        counted = [{"cause": c, "queues": per_queue.get(c, 0), "topics": per_topic.get(c, 0)} for c in found]
+        lines += ["", text.format_table(counted, CAUSE_COLUMNS)]
+        lines += [f"{c}: {traffic.CAUSES[c]}" for c in found]
+    if odd_topics.num_rows:
+        lines += [
+            "",
+            "topics whose totals differ most:",
+            text.format_table(_worst(odd_topics), TOPIC_COLUMNS),
+        ]
+    if odd_queues.num_rows:
+        lines += ["", "queues that differ most:", text.format_table(_worst(odd_queues), QUEUE_COLUMNS)]
+    return "\n".join(lines)
+
+
+def _measured(table: pa.Table) -> int:
+    return table.num_rows - table["observed_msgs_per_s"].null_count
+
+
+def _differing(table: pa.Table) -> pa.Table:
+    """The rows with a cause: those that differ."""
+    return table.filter(pc.is_valid(table["cause"]))
+
+
+def _counts(table: pa.Table) -> dict[str, int]:
+    counted = pc.value_counts(table["cause"])
+    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+
+
+def _worst(table: pa.Table) -> list[dict]:
+    """The WORST rows with the largest difference, largest first (ties in table order: a stable sort)."""
+    ranked = table.append_column("_gap", pc.abs(table["difference"])).sort_by([("_gap", "descending")])
+    return ranked.slice(0, WORST).to_pylist()
