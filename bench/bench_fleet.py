@@ -16,6 +16,10 @@ Each round times, as fresh processes started the way a user starts them:
   simulate run's own O/assignments and writes it back as Parquet: start-up plus the least a Spark
   job writing that many assignment rows spends (simulate's tasks write theirs with pyarrow).
 
+With ``--producers``, another process: the same simulate on the same fleet with producers on every
+topic (``rmqsim generate --producers``: WORKDIR/fleet-<options>/snapshot-producers), so that the
+cost of where the messages go (docs/CONTRACT.md, section 2c) reads as with / without.
+
 With ``--prelude-given``, a third process (bench/prelude.py): simulate with its prelude (checks
 and route building) read from a run of it kept before the rounds; simulate less it is what the
 prelude costs.
@@ -44,7 +48,7 @@ from pathlib import Path
 import prelude
 import pyarrow.dataset as ds
 
-from rmqsim.snapshot import synthetic, write
+from rmqsim.snapshot import synthetic, synthetic_traffic, write
 
 SHAPE = {
     "brokers": 24,
@@ -78,14 +82,18 @@ def fleet_dir(workdir: Path, spec: synthetic.FleetSpec) -> Path:
     return workdir / f"fleet-{'-'.join(options)}"
 
 
-def ensure_fleet(snapshot: Path, spec: synthetic.FleetSpec) -> bool:
-    """Generate the fleet unless it exists; True if generated. Written beside the destination and
-    renamed, so an interrupted generation is never reused."""
+def ensure_fleet(snapshot: Path, spec: synthetic.FleetSpec, *, producers: bool = False) -> bool:
+    """Generate the fleet (with ``producers``: and its producers) unless it exists; True if
+    generated. Written beside the destination and renamed, so an interrupted generation is never
+    reused."""
     if snapshot.is_dir():
         return False
     staging = snapshot.with_name(snapshot.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    write.write_snapshot(synthetic.generate(spec), str(staging))
+    tables = synthetic.generate(spec)
+    if producers:
+        tables = synthetic_traffic.with_producers(tables, spec.seed)
+    write.write_snapshot(tables, str(staging))
     staging.rename(snapshot)
     return True
 
@@ -107,6 +115,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     p.add_argument("--prelude-given", action="store_true", help="also time simulate without its prelude")
+    p.add_argument("--producers", action="store_true", help="also time simulate on the fleet with producers")
     args = p.parse_args()
     if args.assignments < 1 or args.rounds < 1:
         p.error("--assignments and --rounds must be positive")
@@ -130,6 +139,20 @@ def main() -> None:
         "simulate": [str(Path(sys.executable).parent / "rmqsim"), *simulate, "--out", str(out)],
         "floor": [sys.executable, "-c", FLOOR, str(out / "assignments"), str(floor)],
     }
+    if args.producers:
+        with_producers = work / "snapshot-producers"
+        if ensure_fleet(with_producers, spec, producers=True):
+            print(f"generated {with_producers}")
+        flags = [
+            "simulate",
+            "--snapshot",
+            str(with_producers),
+            "--strategies",
+            "AVG",
+            "--out",
+            str(work / "out-producers"),
+        ]
+        jobs["with producers"] = [str(Path(sys.executable).parent / "rmqsim"), *flags]
     if args.prelude_given:
         prelude.save(work / "prelude", snapshot=snapshot, scenarios=None, strategies="AVG")
         jobs["prelude given"] = prelude.given(work / "prelude", [*simulate, "--out", str(work / "given")])
@@ -152,6 +175,12 @@ def main() -> None:
             f"median: prelude given {median['prelude given']:.1f} s, "
             f"prelude given / floor {median['prelude given'] / median['floor']:.2f}; "
             f"the prelude: {median['simulate'] - median['prelude given']:.1f} s of simulate's median"
+        )
+    if args.producers:
+        print(
+            f"median: with producers {median['with producers']:.1f} s, "
+            f"with / without {median['with producers'] / median['simulate']:.2f}; "
+            f"best of {len(rounds)}: {best['with producers'] / best['simulate']:.2f}"
         )
     print(
         f"best of {len(rounds)}: simulate {best['simulate']:.1f} s, floor {best['floor']:.1f} s, "

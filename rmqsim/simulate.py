@@ -114,17 +114,22 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
     )
     stale_views = apply.stale_views(valid, runs)
-    traffic = None
+    traffic = topic_inflow = None
+    sent = dict(brokers=staged.brokers, topic_queues=staged.topic_queues, topic_routes=topic_routes)
     if staged.producers is not None:
         traffic = inflow.traffic(
-            brokers=staged.brokers,
-            topic_queues=staged.topic_queues,
+            **sent,
             producers=staged.producers,
-            topic_routes=topic_routes,
             producer_keys=valid.producer_keys,
             order_topics=valid.order_topics,
             offsets=valid.offsets,
         )
+        topic_inflow = traffic.topic_inflow
+    elif staged.offsets is not None and any(s.steps for s in runs):
+        # Without rates, which queues producers write still follows from the routes: enough to
+        # tell a tail queue its readers drained from one left holding messages (stranded_backlog).
+        writes = inflow.traffic(**sent, producers=inflow.no_producers(), order_topics=valid.order_topics)
+        topic_inflow = writes.topic_inflow.select([*schemas.PHASE, "topic", "drained_queues"])
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
@@ -132,7 +137,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         offsets=staged.offsets,
         stale_views=stale_views,
         masters=balancing,
-        inflow=None if traffic is None else traffic.topic_inflow,
+        inflow=topic_inflow,
     )
     absent = {
         "backlogs": staged.offsets is None,
@@ -144,6 +149,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "broker_masters": not balancing,
         "queue_inflow": traffic is None,
         "stranded_inflow": traffic is None,
+        "drained_queues": topic_inflow is None,
     }
     return Staged(
         group_routes,

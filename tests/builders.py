@@ -67,6 +67,7 @@ def route(
     broker_masters: Sequence[bool] | None = None,
     queue_inflow: Sequence[float] | None = None,
     stranded_inflow: float | None = None,
+    drained_queues: Sequence[tuple[str, int]] | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -78,7 +79,8 @@ def route(
     balancing (schemas.BALANCING: rebalance, pop, pop_share_queue_num, consume_orderly) to null
     (the client balances); broker_masters (whether each broker's master is alive) to null;
     queue_inflow (messages per second into each queue of mqAll, in mqAll order) and
-    stranded_inflow (into written queues outside it) to null (no traffic).
+    stranded_inflow (into written queues outside it) to null (no traffic), and drained_queues
+    ((broker, queue id) outside mqAll its readers drained) to null.
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -115,6 +117,9 @@ def route(
         "broker_masters": None if broker_masters is None else list(broker_masters),
         "queue_inflow": None if queue_inflow is None else list(queue_inflow),
         "stranded_inflow": stranded_inflow,
+        "drained_queues": None
+        if drained_queues is None
+        else [{"broker_name": b, "queue_id": q} for b, q in drained_queues],
     }
 
 

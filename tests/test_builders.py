@@ -37,6 +37,7 @@ def test_a_route_row_names_every_field_with_its_default() -> None:
         "broker_masters": None,
         "queue_inflow": None,
         "stranded_inflow": None,
+        "drained_queues": None,
     }
     assert list(row) == schemas.GROUP_ROUTES.fieldNames()
     assert route(clients=["x"], client_configs=None)["client_configs"] is None  # the whole row null

@@ -15,6 +15,21 @@ from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows
 from tests.processes import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "conf" / "sample_snapshot"
+
+
+def _java_hash_index(key: str, n: int) -> int:
+    """SelectMessageQueueByHash: |key.hashCode() % n|, String.hashCode over UTF-16 units in int32."""
+    h = 0
+    for unit in range(0, len(key.encode("utf-16-be")), 2):
+        h = (31 * h + int.from_bytes(key.encode("utf-16-be")[unit : unit + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return abs(signed) % n  # |a % n| in Java's truncating remainder is |a| mod n
+
+
+def _order_keys() -> dict[str, float]:
+    keys = pq.read_table(SAMPLE / "producer_keys").to_pandas()
+    return dict(zip(keys.key, keys.share))
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -119,9 +134,8 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     scenarios = (
         "scale-out-two-brokers",
         "broker-b-restart",
-        "shrink-invoices-8-to-4",
-        "shrink-invoices-unsafe",
         "shrink-orders-16-to-8",
+        "shrink-orders-unsafe",
         "broker-b-slow",
         "pay-consumer-8-to-12",
         "pay-consumer-split-brain",
@@ -136,18 +150,35 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     unsettled = ["pay-consumer-split-brain", "go-clients-join-risk-engine", "sms-sender-to-pop"]
     settled = comparison[~comparison.scenario.isin(unsettled)]
     one_owner = settled[settled.strategy.isin(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])]
-    assert len(one_owner) == 3 * 7 and (one_owner.queues_moved >= one_owner.min_moves).all()
-    # The shrinks of invoices (80 msgs/s over 8 queues of broker-a, read by invoice-sync's two
-    # AVG clients, 0..3 and 4..7). The safe order: after its first step nobody writes to 4..7,
-    # so the second client gets no message (an idle tail). The unsafe one: after its first step
-    # 4..7 are written (4 x 10 msgs/s) and read by nobody: 40 msgs/s stranded, on top of clicks'
-    # 250 (written to 8 queues of each of its two brokers, read from 4: 500 / 2).
+    assert len(one_owner) == 3 * (len(scenarios) - len(unsettled))
+    assert (one_owner.queues_moved >= one_owner.min_moves).all()
+    # The shrinks of orders (16 write and read queues on each of brokers a, b, c; the 48-entry
+    # list carries order-backfill's 300 msgs/s round robin and order-service's 900 by key hash).
+    # The unsafe order's first step leaves queues 8..15 written and read by nobody: for each of
+    # the three groups reading orders, what lands there is stranded, on top of clicks' 250
+    # (written to 8 queues of each of its two brokers, read from 4: 500 / 2). The backlog
+    # order-consumer's offsets show in those queues is never read.
+    tail = 300 * 24 / 48 + 900 * sum(
+        share for key, share in _order_keys().items() if _java_hash_index(key, 48) % 16 >= 8
+    ) / sum(_order_keys().values())
+    offsets = pq.read_table(SAMPLE / "offsets").to_pandas()
+    left = offsets[
+        (offsets.group == "order-consumer") & (offsets.topic == "orders") & (offsets.queue_id >= 8)
+    ]
     by = comparison.set_index(["scenario", "strategy"])
-    safe, unsafe = by.loc[("shrink-invoices-8-to-4", "AVG")], by.loc[("shrink-invoices-unsafe", "AVG")]
-    assert safe.most_clients_without_messages == 1 and safe.advice is None
-    assert (unsafe.stranded_msgs_per_s_before, unsafe.most_stranded_msgs_per_s) == (250.0, 290.0)
+    safe, unsafe = by.loc[("shrink-orders-16-to-8", "AVG")], by.loc[("shrink-orders-unsafe", "AVG")]
+    assert unsafe.stranded_msgs_per_s_before == 250.0
+    assert unsafe.most_stranded_msgs_per_s == pytest.approx(250 + 3 * tail)
+    assert (
+        unsafe.stranded_backlog_after == (left.broker_offset - left.consumer_offset).clip(lower=0).sum() > 0
+    )
     assert "lower write_queue_nums first" in unsafe.advice
-    assert sum(line.startswith("advice: ") for line in lines) == 2  # the unsafe shrink, and orders'
+    # The safe order: after its first step nobody writes to 8..15, which order-archiver's AVG
+    # hands to three of its six clients (a8..15, b8..15, c8..15): an idle tail. The readers
+    # drain those queues during that step, so the second step strands nothing.
+    assert safe.most_clients_without_messages == 3 and safe.advice is None
+    assert (safe.most_stranded_msgs_per_s, safe.stranded_backlog_after) == (250.0, 0)
+    assert sum(line.startswith("advice: ") for line in lines) == 2  # comparison's and recommendation's
     assert any("stranded msgs/s" in line for line in lines)
     # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
     assert any(line.startswith("split-brain risk, scenario pay-consumer-split-brain") for line in lines)
@@ -175,4 +206,8 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     charts = _run("report", "--run", str(run), cwd=tmp_path)
     assert charts.returncode == 0, charts.stderr[-3000:]
     pngs = sorted((run / "charts").glob("*.png"))
-    assert len(pngs) == 2 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    # Moves, one group's queues per client and, the sample having producers, its messages per
+    # client and the messages stranded per scenario.
+    kinds = {p.name.split("_")[0] for p in pngs}
+    assert len(pngs) == 4 and kinds == {"moved", "load", "messages", "stranded"}

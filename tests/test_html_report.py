@@ -99,8 +99,13 @@ def test_report_has_the_run_tables_and_its_charts(page, sample_run) -> None:
     assert config[table[0].index("min moves")] == "-"  # null: no one-owner assignment to compare
 
     images = [base64.b64decode(data) for data in IMAGE.findall(text)]
-    assert len(images) == 2 and all(png.startswith(PNG) for png in images)
+    # Moves and one group's queues per client; with traffic (the sample has producers), that
+    # group's messages per client and the messages stranded per scenario too.
+    traffic = (sample_run / "queue_traffic").is_dir()
+    assert len(images) == (4 if traffic else 2) and all(png.startswith(PNG) for png in images)
     assert images[0] == (sample_run / "charts" / "moved_per_strategy.png").read_bytes()
+    if traffic:
+        assert images[3] == (sample_run / "charts" / "stranded_per_scenario.png").read_bytes()
     # Self-contained: nothing to fetch, nothing to run.
     assert not re.search(r"(src|href)=\"(?!data:)", text) and "<script" not in text
 
@@ -183,7 +188,7 @@ def test_page_renders_in_headless_chromium(page, sample_run, tmp_path) -> None:
     expected = 1 + run.comparison.scenario.nunique() + 1 + run.exposure.scenario.nunique()
     assert rendered.tables == written.tables and len(rendered.tables) == expected
     assert rendered.headings == written.headings
-    assert len(IMAGE.findall(dom)) == 2
+    assert len(IMAGE.findall(dom)) == len(IMAGE.findall(page.read_text(encoding="utf-8")))  # every chart
 
 
 def _no_charts():

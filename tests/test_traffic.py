@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.cli import main
-from tests.builders import make_snapshot
+from rmqsim.stage import inflow
+from tests.builders import make_snapshot, route, staged
 from tests.simulated import simulated
 
 C1, C2 = "10.0.0.1@1", "10.0.0.2@1"
@@ -30,7 +31,13 @@ scenarios:
 
 
 def _queues(topic: str, broker: str, read: int, write: int) -> dict:
-    return {"topic": topic, "broker_name": broker, "read_queue_nums": read, "write_queue_nums": write, "perm": 6}
+    return {
+        "topic": topic,
+        "broker_name": broker,
+        "read_queue_nums": read,
+        "write_queue_nums": write,
+        "perm": 6,
+    }
 
 
 def _two_clients(group: str, topic: str) -> list[dict]:
@@ -50,7 +57,11 @@ TABLES = {
     "topic_queues": [
         _queues("eight-four", "broker-a", read=4, write=8),
         _queues("four-eight", "broker-a", read=8, write=4),
-        *[_queues(t, b, n, n) for t in ("avoid-4x", "avoid-5x") for b, n in (("broker-a", 4), ("broker-b", 4), ("broker-c", 8))],
+        *[
+            _queues(t, b, n, n)
+            for t in ("avoid-4x", "avoid-5x")
+            for b, n in (("broker-a", 4), ("broker-b", 4), ("broker-c", 8))
+        ],
         _queues("slave", "broker-a", 4, 4),
         _queues("slave", "broker-s", 4, 4),
         _queues("ordered", "broker-a", 8, 8),
@@ -67,8 +78,14 @@ TABLES = {
     ],
     # g-eight-four's backlog on queue i is 10*i messages.
     "offsets": [
-        {"group": "g-eight-four", "topic": "eight-four", "broker_name": "broker-a", "queue_id": i,
-         "broker_offset": 100 + 10 * i, "consumer_offset": 100}
+        {
+            "group": "g-eight-four",
+            "topic": "eight-four",
+            "broker_name": "broker-a",
+            "queue_id": i,
+            "broker_offset": 100 + 10 * i,
+            "consumer_offset": 100,
+        }
         for i in range(8)
     ],
     "producers": [
@@ -106,7 +123,10 @@ def _inflow(run, topic: str, phase: int = 0) -> dict[tuple[str, int], float]:
 
 
 def _group(run, group: str, topic: str):
-    (row,) = run.rows("group_metrics", f"scenario = 'grow-ordered' and phase = 0 and group = '{group}' and topic = '{topic}'")
+    (row,) = run.rows(
+        "group_metrics",
+        f"scenario = 'grow-ordered' and phase = 0 and group = '{group}' and topic = '{topic}'",
+    )
     return row
 
 
@@ -120,7 +140,12 @@ def test_eight_write_four_read_strands_half(run) -> None:
     # a4..a7 (400) are written and read by nobody: stranded, with backlog 40+50+60+70 = 220.
     assert _inflow(run, "eight-four") == {("broker-a", i): 100.0 for i in range(8)}
     g = _group(run, "g-eight-four", "eight-four")
-    assert (g.in_msgs_per_s, g.owned_msgs_per_s, g.unowned_msgs_per_s, g.stranded_msgs_per_s) == (800, 400, 0, 400)
+    assert (g.in_msgs_per_s, g.owned_msgs_per_s, g.unowned_msgs_per_s, g.stranded_msgs_per_s) == (
+        800,
+        400,
+        0,
+        400,
+    )
     assert g.stranded_backlog == 220
     assert _clients(run, "g-eight-four") == {C1: 200.0, C2: 200.0}
 
@@ -190,7 +215,8 @@ def test_unroutable_topics_are_rejected_with_the_clients_reason(run) -> None:
     reasons = {json.loads(r.row)["topic"]: r.reason for r in run.rows("rejects", "source = 'traffic'")}
     assert reasons == {
         "conf-bad": 'unroutable: the producer throws: java.lang.NumberFormatException: For input string: "x"',
-        "no-writer": "unroutable: no writable queue (no QueueData with the write perm on a broker whose master is up)",
+        "no-writer": "unroutable: no writable queue "
+        "(no QueueData with the write perm on a broker whose master is up)",
     }
 
 
@@ -232,8 +258,14 @@ def test_bad_producer_rows_are_rejected_and_the_rest_runs(spark, tmp_path) -> No
     )
     rejected = {(r.source, r.reason) for r in run.rows("rejects") if r.source.startswith("producer")}
     reasons = " | ".join(sorted(r for _, r in rejected))
-    for expected in ("msgs_per_s -1.0 is negative", "unknown selector 'RANDOM'", "unknown language 'RUST'",
-                     "unknown version", "topic 'nowhere' has no route", "share -0.5 is negative"):
+    for expected in (
+        "msgs_per_s -1.0 is negative",
+        "unknown selector 'RANDOM'",
+        "unknown language 'RUST'",
+        "unknown version",
+        "topic 'nowhere' has no route",
+        "share -0.5 is negative",
+    ):
         assert expected in reasons
     # rows in = rows used + rows rejected, per table
     counted = {r.table: (r.rows_read, r.rows_used, r.rows_rejected) for r in run.rows("reconciliation")}
@@ -259,3 +291,39 @@ def test_a_rate_column_of_the_wrong_type_stops_with_table_and_column(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2
     assert "producers" in err and "msgs_per_s" in err
+
+
+def test_a_queue_is_drained_once_read_while_nobody_writes_it() -> None:
+    # One queue q of topic t, phase by phase (written, read):
+    #   0: (yes, yes)  1: (no, yes)  2: (no, no)  3: (yes, no)  4: (no, no)
+    # drained(k) = not written(k-1) and (read(k-1) or drained(k-1)), listed where q is not read:
+    #   1: written(0)                -> no
+    #   2: not written(1), read(1)   -> yes, and q is not read at 2: listed
+    #   3: not written(2), drained(2) -> yes: listed
+    #   4: written(3)                -> no: new messages since, nobody reads them
+    flags = [(True, True), (False, True), (False, False), (True, False), (False, False)]
+    table = pa.table(
+        {
+            "scenario": ["s"] * len(flags),
+            "phase": pa.array(range(len(flags)), pa.int32()),
+            "topic": ["t"] * len(flags),
+            "broker_name": ["broker-a"] * len(flags),
+            "queue_id": pa.array([0] * len(flags), pa.int32()),
+            "written": [w for w, _ in flags],
+            "read": [r for _, r in flags],
+        }
+    )
+    assert inflow.drained(table)["phase"].to_pylist() == [2, 3]
+
+
+def test_backlog_of_drained_tail_queues_is_not_stranded() -> None:
+    # broker-a read 4 of its 8 queues; offsets give queue i a backlog of 10*i. Queues 4..7 are
+    # above the read count: 40+50+60+70 = 220 stranded, less the drained 4 and 5: 60+70 = 130.
+    backlogs = [{"broker_name": "broker-a", "queue_id": i, "backlog": 10 * i} for i in range(8)]
+    common = dict(topic="t", group="g", brokers={"broker-a": 4}, clients=[C1], backlogs=backlogs)
+    rows = [
+        route(**common, phase=0),
+        route(**common, phase=1, drained_queues=[("broker-a", 4), ("broker-a", 5)]),
+    ]
+    metrics = staged(rows).group_metrics.set_index("phase")
+    assert metrics.stranded_backlog.to_dict() == {0: 220, 1: 130}

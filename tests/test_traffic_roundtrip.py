@@ -15,6 +15,7 @@ taken before. Records that no snapshot can express are left out, each for a stat
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -46,9 +47,18 @@ class Picker:
         rows = []
         for name, (routed, master, empty) in sorted(self.facts.items()):
             if master:
-                rows.append({"broker_name": name, "broker_id": 0, "alive": True, "address": "" if empty else "10.0.0.1:10911"})
+                rows.append(
+                    {
+                        "broker_name": name,
+                        "broker_id": 0,
+                        "alive": True,
+                        "address": "" if empty else "10.0.0.1:10911",
+                    }
+                )
             else:  # alive through a slave only, or (not routed) answering for nobody
-                rows.append({"broker_name": name, "broker_id": 1, "alive": routed, "address": "10.0.0.2:10911"})
+                rows.append(
+                    {"broker_name": name, "broker_id": 1, "alive": routed, "address": "10.0.0.2:10911"}
+                )
         return rows
 
 
@@ -59,7 +69,10 @@ def _route_facts(route: dict) -> dict[str, Fact] | None:
     datas = [b["brokerName"] for b in route["brokerDatas"]]
     if len(set(names)) != len(names) or len(set(datas)) != len(datas):
         return None
-    if any(q["writeQueueNums"] < 0 or q["readQueueNums"] < 0 or not 0 <= q["perm"] <= 15 for q in route["queueDatas"]):
+    if any(
+        q["writeQueueNums"] < 0 or q["readQueueNums"] < 0 or not 0 <= q["perm"] <= 15
+        for q in route["queueDatas"]
+    ):
         return None  # a snapshot rejects the row (covered in test_traffic's bad input)
     addrs = {b["brokerName"]: b["brokerAddrs"] or {} for b in route["brokerDatas"]}
     facts = {}
@@ -85,101 +98,108 @@ def _hash_facts(pairs: list) -> dict[str, Fact] | None:
     return {b: (True, True, False) for b in brokers}
 
 
-def _fleet() -> tuple[dict, dict, dict]:
-    picker = Picker()
-    tables: dict[str, list[dict]] = {
-        "topic_queues": [],
-        "producers": [],
-        "producer_keys": [],
-        "order_topics": [],
-        "consumers": [],
-    }
-    expected: dict[str, Counter] = {}  # per topic: the inflow of each queue that has some
-    lists: dict[str, set] = {}  # per topic: the queues of the publish list
+@dataclass
+class Fleet:
+    """The snapshot's tables as row dicts, and per topic what the real client did: the inflow of
+    each queue that has some, and the queues of the publish list."""
 
-    def topic_of(name: str, queue_rows: list[dict]) -> None:
-        tables["topic_queues"] += [{"topic": name, **q} for q in queue_rows]
-        tables["consumers"].append({"group": "reader", "topic": name, "client_id": "10.0.0.9@1"})
+    picker: Picker = field(default_factory=Picker)
+    tables: dict[str, list[dict]] = field(
+        default_factory=lambda: {
+            t: [] for t in ("topic_queues", "producers", "producer_keys", "order_topics", "consumers")
+        }
+    )
+    expected: dict[str, Counter] = field(default_factory=dict)
+    lists: dict[str, set] = field(default_factory=dict)
 
-    for kind, language in (("PRODUCER_ROUTE", "JAVA"), ("GO_PRODUCER_ROUTE", "GO")):
+    def topic(self, name: str, queue_rows: list[dict], producer: dict, listed: list, inflow: Counter) -> None:
+        self.tables["topic_queues"] += [{"topic": name, **q} for q in queue_rows]
+        self.tables["consumers"].append({"group": "reader", "topic": name, "client_id": "10.0.0.9@1"})
+        self.tables["producers"].append({"topic": name, **producer})
+        self.expected[name] = inflow
+        self.lists[name] = set(listed)
+
+
+def _add_route(fleet: Fleet, kind: str, language: str, r: dict) -> bool:
+    if r["result"] is None:
+        return False  # thrown lists: unroutable, covered in test_traffic
+    facts = _route_facts(r["route"])
+    listed = queues(r["result"]["messageQueueList"])
+    if facts is None or not listed:
+        return False  # nothing to send to: unroutable, covered in test_traffic
+    # An orderTopicConf may list a broker the topic has no QueueData on: the sends there succeed
+    # where its master is up, so the picked snapshot has it up.
+    facts.update({b: (True, True, False) for b, _ in listed if b not in facts})
+    if not fleet.picker.accept(facts):
+        return False
+    topic = f"{kind}~{r['case_id']}"
+    route = r["route"]
+    rows = [
+        {
+            "broker_name": q["brokerName"],
+            "read_queue_nums": q["readQueueNums"],
+            "write_queue_nums": q["writeQueueNums"],
+            "perm": q["perm"],
+        }
+        for q in route["queueDatas"]
+    ]
+    producer = {"msgs_per_s": float(len(listed)), "language": language}
+    fleet.topic(topic, rows, producer, listed, Counter(listed))
+    if route["orderTopicConf"] is not None:
+        fleet.tables["order_topics"].append({"topic": topic, "order_conf": route["orderTopicConf"]})
+    return True
+
+
+def _add_hash(fleet: Fleet, kind: str, language: str, key: str, r: dict) -> bool:
+    if r.get("arg_type", "String") != "String" or r.get(key) is None:
+        return False  # producer_keys holds strings: Java's String.hashCode
+    facts = _hash_facts(r["queues"])
+    if facts is None or not fleet.picker.accept(facts):
+        return False
+    topic = f"{kind}~{r['case_id']}"
+    listed = queues(r["queues"])
+    counts = Counter(b for b, _ in listed)
+    rows = [
+        {"broker_name": b, "read_queue_nums": n, "write_queue_nums": n, "perm": 6} for b, n in counts.items()
+    ]
+    producer = {"msgs_per_s": 1.0, "language": language, "selector": "HASH"}
+    fleet.topic(topic, rows, producer, listed, Counter([tuple(r["selected"])]))
+    fleet.tables["producer_keys"].append({"topic": topic, "key": r[key], "share": 1.0})
+    return True
+
+
+def _fleet() -> Fleet:
+    fleet = Fleet()
+    kinds = [
+        ("PRODUCER_ROUTE", lambda r: _add_route(fleet, "PRODUCER_ROUTE", "JAVA", r)),
+        ("GO_PRODUCER_ROUTE", lambda r: _add_route(fleet, "GO_PRODUCER_ROUTE", "GO", r)),
+        ("PRODUCER_HASH", lambda r: _add_hash(fleet, "PRODUCER_HASH", "JAVA", "arg", r)),
+        ("GO_PRODUCER_HASH", lambda r: _add_hash(fleet, "GO_PRODUCER_HASH", "GO", "sharding_key", r)),
+    ]
+    for kind, add in kinds:
         taken = 0
         for r in records(kind):
-            if taken == PER_KIND or r["result"] is None:
-                continue  # thrown lists: unroutable, covered in test_traffic
-            facts = _route_facts(r["route"])
-            listed = queues(r["result"]["messageQueueList"])
-            if facts is None:
-                continue
-            # An orderTopicConf may list a broker the topic has no QueueData on: the sends there
-            # succeed where its master is up, so the picked snapshot has it up.
-            facts.update({b: (True, True, False) for b, _ in listed if b not in facts})
-            if not picker.accept(facts):
-                continue
-            if not listed:
-                continue  # nothing to send to: unroutable, covered in test_traffic
-            topic = f"{kind}~{r['case_id']}"
-            topic_of(
-                topic,
-                [
-                    {
-                        "broker_name": q["brokerName"],
-                        "read_queue_nums": q["readQueueNums"],
-                        "write_queue_nums": q["writeQueueNums"],
-                        "perm": q["perm"],
-                    }
-                    for q in r["route"]["queueDatas"]
-                ],
-            )
-            if r["route"]["orderTopicConf"] is not None:
-                tables["order_topics"].append({"topic": topic, "order_conf": r["route"]["orderTopicConf"]})
-            tables["producers"].append({"topic": topic, "msgs_per_s": float(len(listed)), "language": language})
-            expected[topic] = Counter(listed)
-            lists[topic] = set(listed)
-            taken += 1
+            if taken < PER_KIND and add(r):
+                taken += 1
         assert taken >= 50, kind
-
-    for kind, language, key in (("PRODUCER_HASH", "JAVA", "arg"), ("GO_PRODUCER_HASH", "GO", "sharding_key")):
-        taken = 0
-        for r in records(kind):
-            if taken == PER_KIND or r.get("arg_type", "String") != "String" or r.get(key) is None:
-                continue  # producer_keys holds strings: Java's String.hashCode
-            facts = _hash_facts(r["queues"])
-            if facts is None or not picker.accept(facts):
-                continue
-            topic = f"{kind}~{r['case_id']}"
-            counts = Counter(b for b, _ in queues(r["queues"]))
-            topic_of(
-                topic,
-                [
-                    {"broker_name": b, "read_queue_nums": n, "write_queue_nums": n, "perm": 6}
-                    for b, n in counts.items()
-                ],
-            )
-            tables["producers"].append(
-                {"topic": topic, "msgs_per_s": 1.0, "language": language, "selector": "HASH"}
-            )
-            tables["producer_keys"].append({"topic": topic, "key": r[key], "share": 1.0})
-            expected[topic] = Counter([tuple(r["selected"])])
-            lists[topic] = set(queues(r["queues"]))
-            taken += 1
-        assert taken >= 50, kind
-
-    tables["brokers"] = picker.broker_rows()
-    return tables, expected, lists
+    fleet.tables["brokers"] = fleet.picker.broker_rows()
+    return fleet
 
 
 @pytest.fixture(scope="module")
-def fleet() -> tuple[dict, dict, dict]:
+def fleet() -> Fleet:
     return _fleet()
 
 
 def test_every_picked_record_reads_back_from_queue_traffic(spark, tmp_path, sink, fleet) -> None:
-    tables, expected, lists = fleet
-    run = simulated(spark, tmp_path, sink=sink, tables=tables)
+    expected, lists = fleet.expected, fleet.lists
+    run = simulated(spark, tmp_path, sink=sink, tables=fleet.tables)
     got: dict[str, Counter] = {}
     for row in run.rows("queue_traffic", "phase = 0 and in_msgs_per_s > 0"):
         got.setdefault(row.topic, Counter())[(row.broker_name, row.queue_id)] = row.in_msgs_per_s
-    written = {(r.topic, r.broker_name, r.queue_id) for r in run.rows("queue_traffic", "phase = 0 and written")}
+    written = {
+        (r.topic, r.broker_name, r.queue_id) for r in run.rows("queue_traffic", "phase = 0 and written")
+    }
     assert written == {(t, b, q) for t, listed in lists.items() for b, q in listed}
     wrong = {t: (got.get(t), e) for t, e in expected.items() if got.get(t) != e}
     assert not wrong, list(wrong.items())[:3]

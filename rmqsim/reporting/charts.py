@@ -25,6 +25,10 @@ class Charts:
     load: Path | None  # per-client load before and after, for one group
     group: str | None
     scenario: str | None
+    # With traffic (docs/CONTRACT.md, section 2c): the same group's messages per client, and
+    # the messages each scenario strands.
+    messages: Path | None = None
+    stranded: Path | None = None
 
 
 def _panels(count: int, height: float) -> tuple[Figure, list[Axes]]:
@@ -100,19 +104,47 @@ def balance_figure(comparison: pd.DataFrame) -> Figure:
     return fig
 
 
-def load_figure(load: pd.DataFrame, *, group: str, scenario: str, last_phase: int) -> Figure:
-    """Queues per client of one group, phase 0 against the last phase, one panel per strategy."""
+# What a load chart can show per client: consumer_load's column, and its axis label.
+LOADS = {"queues": "queues", "msgs_per_s": "messages per second"}
+
+
+def load_figure(
+    load: pd.DataFrame, *, group: str, scenario: str, last_phase: int, value: str = "queues"
+) -> Figure:
+    """Queues (or messages per second: ``value`` "msgs_per_s") per client of one group, phase 0
+    against the last phase, one panel per strategy."""
     strategies = sorted(load.strategy.unique())
     fig, axes = _panels(len(strategies), 2.4)
     for ax, strategy in zip(axes, strategies):
         rows = load[load.strategy == strategy]
-        wide = rows.pivot_table(index="client_id", columns="phase", values="queues", aggfunc="sum").fillna(0)
+        wide = rows.pivot_table(index="client_id", columns="phase", values=value, aggfunc="sum").fillna(0)
         wide = wide.reindex(columns=[0, last_phase], fill_value=0)
         names = ("phase 0", f"phase {last_phase}")
         ticks = {"rotation": 60, "ha": "right", "fontsize": 6}  # client ids are long
-        _pairs(ax, wide.index, wide[0], wide[last_phase], names=names, ylabel="queues", **ticks)
+        _pairs(ax, wide.index, wide[0], wide[last_phase], names=names, ylabel=LOADS[value], **ticks)
         ax.set_title(strategy, fontsize=10)
-    fig.suptitle(f"group {group}, scenario {scenario}: queues per client over its topics")
+    fig.suptitle(f"group {group}, scenario {scenario}: {LOADS[value]} per client over its topics")
+    fig.tight_layout()
+    return fig
+
+
+def stranded_figure(comparison: pd.DataFrame) -> Figure:
+    """Per scenario, the messages per second written where no reader of a group reads them: in the
+    snapshot, and the most any later phase strands (the largest over the strategies: which queues
+    a group reads does not depend on who reads them, only groups a strategy skips differ)."""
+    per = comparison.groupby("scenario")[["stranded_msgs_per_s_before", "most_stranded_msgs_per_s"]].max()
+    per = per.sort_index().fillna(0)
+    fig, (ax,) = _panels(1, 3.4)
+    names = ("phase 0", "most after a step")
+    _pairs(
+        ax,
+        per.index,
+        per.stranded_msgs_per_s_before,
+        per.most_stranded_msgs_per_s,
+        names=names,
+        ylabel="messages per second",
+    )
+    ax.set_title("messages written to queues a group does not read (stranded), per scenario", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -172,6 +204,13 @@ def write_charts(run: str, *, group: str | None = None, scenario: str | None = N
     load = results.group_load(
         run, scenario=chosen.scenario, group=chosen.group, phases=(0, chosen.last_phase)
     )
-    figure = load_figure(load, group=chosen.group, scenario=chosen.scenario, last_phase=chosen.last_phase)
-    path = _save(figure, out / f"load_{_safe(chosen.scenario)}_{_safe(chosen.group)}.png")
-    return Charts(moved, path, chosen.group, chosen.scenario)
+    where = dict(group=chosen.group, scenario=chosen.scenario, last_phase=chosen.last_phase)
+    name = f"{_safe(chosen.scenario)}_{_safe(chosen.group)}.png"
+    path = _save(load_figure(load, **where), out / f"load_{name}")
+    messages = stranded = None
+    if (
+        "msgs_per_s" in load and load.msgs_per_s.notna().any()
+    ):  # a run with traffic (older runs lack the column)
+        messages = _save(load_figure(load, **where, value="msgs_per_s"), out / f"messages_{name}")
+        stranded = _save(stranded_figure(tables.comparison), out / "stranded_per_scenario.png")
+    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded)

@@ -114,6 +114,16 @@ def chart_images(charts: Charts) -> list[tuple[str, bytes]]:
     if charts.load is not None:
         caption = f"Per-client load of group {charts.group} in scenario {charts.scenario}, before and after"
         images.append((caption, charts.load.read_bytes()))
+    if charts.messages is not None:
+        caption = f"Messages per second per client of group {charts.group} in scenario {charts.scenario}"
+        images.append((caption, charts.messages.read_bytes()))
+    if charts.stranded is not None:
+        images.append(
+            (
+                "Messages stranded per scenario: in the snapshot and the most after a step",
+                charts.stranded.read_bytes(),
+            )
+        )
     return images
 
 

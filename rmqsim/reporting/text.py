@@ -121,13 +121,14 @@ def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
     text = "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)
     advised = [r for r in rows if r.get("advice")]
     for r in advised:
-        msgs, backlog = (
-            format_cell(r.get("most_stranded_msgs_per_s")),
-            format_cell(r.get("most_stranded_backlog")),
+        line = (
+            f"{r['group']}: a scenario strands up to {format_cell(r.get('most_stranded_msgs_per_s'))} msgs/s"
         )
-        text += (
-            f"\n{r['group']}: a scenario strands up to {msgs} msgs/s and {backlog} messages: {r['advice']}"
-        )
+        if r.get("most_stranded_backlog"):
+            line += f" and leaves {format_cell(r['most_stranded_backlog'])} messages unread"
+        text += "\n" + line
+    for advice in dict.fromkeys(r["advice"] for r in advised):
+        text += f"\nadvice: {advice}"
     return text
 
 

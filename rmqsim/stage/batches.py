@@ -39,6 +39,7 @@ OPTIONAL = (
     "broker_masters",
     "queue_inflow",
     "stranded_inflow",
+    "drained_queues",
 )
 
 
@@ -224,21 +225,31 @@ def stranded_backlogs(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
     """Per row, the backlog offsets give on queues of its topic's readable brokers above their
     read count: messages on a broker the group still reads from, in queues it no longer reads (a
     read_queue_nums lowered under queues that still hold some). A broker gone from the route is
-    down, not shrunk: its queues are not counted."""
+    down, not shrunk: its queues are not counted; nor are the row's ``drained_queues``, which the
+    group read after producers had stopped writing them (the safe order's wait)."""
     total = np.zeros(rows.num_rows, dtype=np.int64)
     offsets_, flat = list_column(rows, "backlogs")
     if len(flat) == 0 or not len(batch.queue_id):
         return total
     names = pd.Index(pd.unique(as_objects(batch.queue_broker)))
+    n_b = len(names) + 1
     entry_row = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(offsets_))
     broker = names.get_indexer(as_objects(flat.field("broker_name")))
     queue_id = pc.fill_null(flat.field("queue_id"), -1).to_numpy().astype(np.int64)
     backlog = pc.fill_null(flat.field("backlog"), 0).to_numpy().astype(np.int64)
     # Each (row, broker) of mqAll and its read count: queues 0 .. count-1 are read.
     queue_broker = names.get_indexer(as_objects(batch.queue_broker))
-    pair, count = np.unique(batch.queue_group * (len(names) + 1) + queue_broker, return_counts=True)
-    at, found = lookup_sorted(pair, entry_row * (len(names) + 1) + broker)
+    pair, count = np.unique(batch.queue_group * n_b + queue_broker, return_counts=True)
+    at, found = lookup_sorted(pair, entry_row * n_b + broker)
     above = found & (broker >= 0) & (queue_id >= count[at])
+    if "drained_queues" in rows.schema.names:
+        d_offsets, drained = list_column(rows, "drained_queues")
+        if len(drained):
+            d_row = np.repeat(np.arange(rows.num_rows, dtype=np.int64), np.diff(d_offsets))
+            d_broker = names.get_indexer(as_objects(drained.field("broker_name")))
+            d_queue = pc.fill_null(drained.field("queue_id"), -1).to_numpy().astype(np.int64)
+            d_code = (d_row * n_b + d_broker) * (1 << 32) + d_queue
+            above &= ~np.isin((entry_row * n_b + broker) * (1 << 32) + queue_id, d_code[d_broker >= 0])
     return np.bincount(entry_row[above], weights=backlog[above], minlength=rows.num_rows).astype(np.int64)
 
 

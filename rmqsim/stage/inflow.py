@@ -43,6 +43,13 @@ class Traffic:
     rejects: pa.Table  # schemas.REJECTS, source "traffic": populations nobody could send for
 
 
+def no_producers() -> pa.Table:
+    """A phased producers table without rows: traffic() over it still says which queues each
+    phase's producers would write (the Java list of every topic), at no rate."""
+    fields = [pa.field("scenario", pa.string()), pa.field("phase", pa.int32())]
+    return pa.schema([*fields, *schemas.arrow(schemas.PRODUCERS.schema)]).empty_table()
+
+
 def default_producers(
     producers: pa.Table | None, offsets: pa.Table | None, topics: pa.Array
 ) -> pa.Table | None:
@@ -111,9 +118,10 @@ def traffic(
     inflow = _inflow_per_queue(keys, lists, pops, entry[sent], rate[sent])
     mq_all = _mq_all(topic_routes, keys)
     written = _written_queues(keys, lists, pops)
-    topic_inflow = _against_mq_all(keys, inflow, mq_all, topic_routes)
+    queue_traffic = _queue_traffic(keys, inflow, mq_all, written, offsets)
+    topic_inflow = _with_drained(_against_mq_all(keys, inflow, mq_all, topic_routes), queue_traffic)
     return Traffic(
-        queue_traffic=_queue_traffic(keys, inflow, mq_all, written, offsets),
+        queue_traffic=queue_traffic,
         topic_inflow=topic_inflow,
         unroutable=_unroutable(pops, keys, lists, failed=(entry[~sent], rate[~sent])),
         rejects=_unroutable_rejects(pops, keys, lists),
@@ -564,6 +572,65 @@ def _queue_traffic(
         }
     )
     return out.cast(QUEUE_TRAFFIC)
+
+
+def drained(queue_traffic: pa.Table) -> pa.Table:
+    """The queues each (scenario, phase, topic) has had a phase to drain: read (in mqAll) while
+    no producer wrote them, and not written since. drained(0) is empty and
+    drained(k) = not written(k-1) and (read(k-1) or drained(k-1)): the safe shrink's wait between
+    lowering write_queue_nums and lowering read_queue_nums. One row per queue; only those outside
+    the phase's mqAll, the ones whose backlog could otherwise be stranded."""
+    qt = queue_traffic
+    place = pc.binary_join_element_wise(qt["scenario"], qt["topic"], qt["broker_name"], "\x00")
+    names = combined(place).dictionary_encode()
+    queue = names.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (1 << 32) + combined(
+        qt["queue_id"]
+    ).to_numpy(zero_copy_only=False)
+    phase = combined(qt["phase"]).to_numpy(zero_copy_only=False)
+    written = combined(qt["written"]).to_numpy(zero_copy_only=False)
+    read = combined(qt["read"]).to_numpy(zero_copy_only=False)
+    held = np.empty(0, dtype=np.int64)
+    rows = []
+    for k in range(1, int(phase.max(initial=0)) + 1):
+        before = phase == k - 1
+        held = np.union1d(np.setdiff1d(held, queue[before & written]), queue[before & read & ~written])
+        now_read = queue[(phase == k) & read]
+        rows.append((k, np.setdiff1d(held, now_read)))
+    if not rows or not sum(len(q) for _, q in rows):
+        return pa.table({"scenario": pa.array([], pa.string())})
+    ks = np.concatenate([np.full(len(q), k, dtype=np.int32) for k, q in rows])
+    qs = np.concatenate([q for _, q in rows])
+    parts = pc.split_pattern(names.dictionary.take(pa.array(qs >> 32)), "\x00")
+    return pa.table(
+        {
+            "scenario": pc.list_element(parts, 0),
+            "phase": pa.array(ks, pa.int32()),
+            "topic": pc.list_element(parts, 1),
+            "broker_name": pc.list_element(parts, 2),
+            "queue_id": pa.array((qs & ((1 << 32) - 1)).astype(np.int32), pa.int32()),
+        }
+    )
+
+
+def _with_drained(topic_inflow: pa.Table, queue_traffic: pa.Table) -> pa.Table:
+    """topic_inflow with each (scenario, phase, topic)'s drained queues as a list (null: none)."""
+    target = schemas.GROUP_ROUTES_ARROW.field("drained_queues").type
+    queues = drained(queue_traffic)
+    if "phase" not in queues.column_names:
+        return topic_inflow.append_column("drained_queues", pa.nulls(topic_inflow.num_rows, target))
+    queues = queues.sort_by([(c, "ascending") for c in (*ROUTE_KEY, "broker_name", "queue_id")])
+    ref = pa.StructArray.from_arrays(
+        [combined(queues["broker_name"]), combined(queues["queue_id"])], names=["broker_name", "queue_id"]
+    )
+    # Sorted by route key: each run of equal keys is one list.
+    key = _joined_key(queues, ROUTE_KEY).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    lists = queues.take(pa.array(starts)).select(ROUTE_KEY)
+    refs = pa.ListArray.from_arrays(pa.array(np.r_[starts, len(key)].astype(np.int32)), ref)
+    at = _lookup(lists, topic_inflow, ROUTE_KEY)
+    values = refs.take(pa.array(np.maximum(at, 0)))
+    values = pc.if_else(pa.array(at >= 0), values, pa.scalar(None, values.type))
+    return topic_inflow.append_column("drained_queues", values.cast(target))
 
 
 def _backlogs(queues: pa.Table, offsets: pa.Table | None) -> pa.Array:

@@ -462,14 +462,15 @@ def group_routes(
     ``stale_views`` (scenarios.apply.stale_views) names the clients of a phase that compute from
     an earlier one.
     ``masters``: keep ``broker_masters`` (null otherwise). ``inflow``: stage.inflow's topic_inflow,
-    each (scenario, phase, topic)'s queue_inflow and stranded_inflow (null without traffic).
+    each (scenario, phase, topic)'s queue_inflow, stranded_inflow and drained_queues (null without
+    traffic).
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
     df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
-    absent = {"backlogs", "stale_clients", "view_phase", "queue_inflow", "stranded_inflow"}
+    absent = {"backlogs", "stale_clients", "view_phase", "queue_inflow", "stranded_inflow", "drained_queues"}
     if inflow is not None:
         df = _left_join(df, inflow, [*PHASE, "topic"])
-        absent -= {"queue_inflow", "stranded_inflow"}
+        absent -= set(inflow.column_names)
     if offsets is not None:
         df = _left_join(df, queue_backlogs(offsets), ["group", "topic"])
         absent -= {"backlogs"}
