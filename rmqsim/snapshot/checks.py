@@ -503,10 +503,11 @@ def _rate_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
     """A rate or a latency: a number, not negative (null passes: the column's own rule says
     whether it may be)."""
     value = table[column]
+    infinite, negative = pc.is_inf(value), pc.less(value, 0)
     return [
         (pc.is_nan(value), f"{column} is not a number"),
-        (pc.is_inf(value), _concat(f"{column} ", _text(value), " is not finite")),
-        (pc.less(value, 0), _concat(f"{column} ", _text(value), " is negative")),
+        (infinite, _concat(f"{column} ", _text(value, only=infinite), " is not finite")),
+        (negative, _concat(f"{column} ", _text(value, only=negative), " is negative")),
     ]
 
 
@@ -520,8 +521,13 @@ def _concat(*parts) -> pa.Array:
     return pc.binary_join_element_wise(*parts, "")
 
 
-def _text(values) -> pa.Array:
-    """A number as Python writes it (an integer in decimal)."""
-    if pa.types.is_floating(values.type):
-        return pa.array([None if v is None else repr(v) for v in combined(values).to_pylist()], pa.string())
-    return pc.cast(values, pa.string())
+def _text(values, only=None) -> pa.Array:
+    """A number as Python writes it (an integer in decimal); with ``only`` (a mask), null
+    elsewhere: a double is written one at a time, so only for the rows a rule rejects."""
+    if not pa.types.is_floating(values.type):
+        return pc.cast(values, pa.string())
+    values = combined(values)
+    at = np.arange(len(values)) if only is None else np.flatnonzero(pc.fill_null(combined(only), False))
+    text = np.full(len(values), None, dtype=object)
+    text[at] = [None if v is None else repr(v) for v in values.take(pa.array(at)).to_pylist()]
+    return pa.array(text, pa.string())

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import combined, lookup_sorted, within_runs
+from rmqsim.arrays import combined, lookup_sorted, sorted_unique, within_runs
 from rmqsim.producers import hashing, shares
 from rmqsim.producers.latency import LATENCY_4X, LATENCY_5X, not_available_duration
 from rmqsim.producers.publish_list import PublishLists, go_publish_lists, java_publish_lists
@@ -112,18 +112,19 @@ def traffic(
     keys = _route_keys(topic_queues, producers, topic_routes)
     facts = _broker_facts(brokers)
     lists = _publish_lists(topic_queues, facts, keys, order_topics)
-    pops = _populations(producers, keys)
-    entry, rate = _population_entries(pops, lists, facts, keys, producer_keys)
-    sent = _accepted(entry, rate, lists, keys, facts)
-    inflow = _inflow_per_queue(keys, lists, pops, entry[sent], rate[sent])
     mq_all = _mq_all(topic_routes, keys)
-    written = _written_queues(keys, lists, pops)
-    queue_traffic = _queue_traffic(keys, inflow, mq_all, written, offsets)
-    topic_inflow = _with_drained(_against_mq_all(keys, inflow, mq_all, topic_routes), queue_traffic)
+    space = _queue_space(keys, lists, mq_all, facts)
+    pops = _populations(producers, keys)
+    entry, rate = _population_entries(pops, lists, space, producer_keys)
+    sent = space.master[entry]  # only an orderTopicConf can list a broker whose master is down
+    inflow = _inflow_per_queue(space, entry[sent], rate[sent])
+    written = _written_queues(space, lists, pops)
+    queue_traffic = _queue_traffic(keys, space, inflow, written, offsets)
+    topic_inflow = _with_drained(_against_mq_all(keys, space, inflow, mq_all, topic_routes), queue_traffic)
     return Traffic(
         queue_traffic=queue_traffic,
         topic_inflow=topic_inflow,
-        unroutable=_unroutable(pops, keys, lists, failed=(entry[~sent], rate[~sent])),
+        unroutable=_unroutable(pops, keys, lists, failed=(space.entry_key[entry[~sent]], rate[~sent])),
         rejects=_unroutable_rejects(pops, keys, lists),
     )
 
@@ -291,7 +292,7 @@ def _family(pops: Populations, lists: Lists) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _population_entries(
-    pops: Populations, lists: Lists, facts: BrokerFacts, keys: RouteKeys, producer_keys: pa.Table | None
+    pops: Populations, lists: Lists, space: QueueSpace, producer_keys: pa.Table | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each population's list, flat: (the entry of the concatenated lists, messages per second)."""
     first, length = _family(pops, lists)
@@ -299,29 +300,14 @@ def _population_entries(
     owner = np.repeat(np.arange(len(length)), length)
     entry = np.repeat(first, length) + within_runs(length)
     share = shares.round_robin_shares(offsets)
-    broker = pa.concat_arrays([lists.java.broker, lists.go.broker]).take(pa.array(entry))
     if pops.avoids.any():
-        avoided_4x, avoided_5x = _avoided(broker, pops.rows.take(pa.array(owner)), facts)
-        available = np.where(pops.before_5_1_4[owner], ~avoided_4x, ~avoided_5x)
+        available = ~np.where(pops.before_5_1_4[owner], space.avoided_4x[entry], space.avoided_5x[entry])
         folded = shares.folded_latency_shares(offsets, available)
         even = shares.latency_avoiding_shares(offsets, available)
         share = np.where(pops.avoids[owner], np.where(pops.before_5_1_4[owner], folded, even), share)
     if pops.hash.any():
         share = np.where(pops.hash[owner], _hash_shares(pops, offsets, length, producer_keys), share)
     return entry, pops.rate[owner] * share
-
-
-def _avoided(broker: pa.Array, owners: pa.Table, facts: BrokerFacts) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry, whether its broker's send latency makes a fault-tolerant producer avoid it,
-    by the 4.x table and by the 5.x one."""
-    probe = pa.table({"scenario": owners["scenario"], "phase": owners["phase"], "broker_name": broker})
-    at = _lookup(facts.table, probe, [*PHASE, "broker_name"])
-    latency = facts.table["send_latency_ms"].take(pa.array(np.maximum(at, 0)))
-    latency = np.where(at >= 0, pc.fill_null(latency, 0.0).to_numpy(zero_copy_only=False), 0.0)
-    return (
-        not_available_duration(latency, table=LATENCY_4X) > 0,
-        not_available_duration(latency, table=LATENCY_5X) > 0,
-    )
 
 
 def _hash_shares(
@@ -374,18 +360,79 @@ def _hash_shares(
 # ------------------------------------------------------------------ per queue
 
 
-def _accepted(
-    entry: np.ndarray, rate: np.ndarray, lists: Lists, keys: RouteKeys, facts: BrokerFacts
-) -> np.ndarray:
-    """Per population entry, whether its broker's master is up to take the message. Only an
-    orderTopicConf's list can name a broker that is down; a send there fails."""
-    key = _entry_keys(keys, lists)[entry]
-    broker = pa.concat_arrays([lists.java.broker, lists.go.broker]).take(pa.array(entry))
-    route = keys.table.take(pa.array(key))
-    probe = pa.table({"scenario": route["scenario"], "phase": route["phase"], "broker_name": broker})
-    at = _lookup(facts.table, probe, [*PHASE, "broker_name"])
-    master = pc.fill_null(facts.table["has_master"].take(pa.array(np.maximum(at, 0))), False)
-    return (at >= 0) & master.to_numpy(zero_copy_only=False)
+@dataclass(frozen=True)
+class QueueSpace:
+    """Every queue the run writes or reads as one int64: ``(route key * brokers + broker) << 32 |
+    queue id``, brokers numbered once for the run. Queues are then summed, matched and flagged
+    with sorts and searches over integers, not strings. Per entry of the concatenated Java and Go
+    lists: its code, its route key, whether its broker's master takes sends, and whether its
+    send latency makes a fault-tolerant producer avoid it (by the 4.x table and by the 5.x one);
+    per queue of mqAll (MqAll's order), its code."""
+
+    brokers: pa.Array  # the names, by number
+    entry_code: np.ndarray
+    entry_key: np.ndarray
+    master: np.ndarray
+    avoided_4x: np.ndarray
+    avoided_5x: np.ndarray
+    mq_code: np.ndarray
+    mq_sorted: np.ndarray  # mq_code sorted, unique
+
+    def key_of(self, code: np.ndarray) -> np.ndarray:
+        return (code >> 32) // len(self.brokers)
+
+    def broker_of(self, code: np.ndarray) -> pa.Array:
+        return self.brokers.take(pa.array((code >> 32) % len(self.brokers)))
+
+    @staticmethod
+    def queue_of(code: np.ndarray) -> np.ndarray:
+        return (code & 0xFFFFFFFF).astype(np.int32)
+
+
+def _queue_space(keys: RouteKeys, lists: Lists, mq_all: MqAll, facts: BrokerFacts) -> QueueSpace:
+    entry_broker = pa.concat_arrays([lists.java.broker, lists.go.broker])
+    names = pa.concat_arrays([entry_broker, mq_all.broker, combined(facts.table["broker_name"])]).unique()
+    n_b = len(names)
+
+    def number(values: pa.Array) -> np.ndarray:
+        return pc.index_in(values, value_set=names).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def code(key: np.ndarray, broker: np.ndarray, queue_id: np.ndarray) -> np.ndarray:
+        return ((key * n_b + broker) << 32) | queue_id.astype(np.int64)
+
+    entry_key = _entry_keys(keys, lists)
+    entry_b = number(entry_broker)
+    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id])
+    mq_code = code(mq_all.key, number(mq_all.broker), mq_all.queue_id)
+    # Broker facts by (scenario, phase) and broker number; each route key's (scenario, phase).
+    phases = pa.concat_arrays(
+        [_joined_key(keys.table, list(PHASE)), _joined_key(facts.table, list(PHASE))]
+    ).unique()
+    key_phase = (
+        pc.index_in(_joined_key(keys.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
+    )
+    fact_phase = (
+        pc.index_in(_joined_key(facts.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
+    )
+    fact_code = fact_phase * n_b + number(combined(facts.table["broker_name"]))
+    order = np.argsort(fact_code)
+    at, hit = lookup_sorted(fact_code[order], key_phase[entry_key] * n_b + entry_b)
+    row = order[at]
+    master = hit & pc.fill_null(facts.table["has_master"], False).to_numpy(zero_copy_only=False)[row]
+    # Per broker and phase first (a few rows), then per entry.
+    latency = pc.fill_null(facts.table["send_latency_ms"], 0.0).to_numpy(zero_copy_only=False)
+    avoided_4x = not_available_duration(latency, table=LATENCY_4X) > 0
+    avoided_5x = not_available_duration(latency, table=LATENCY_5X) > 0
+    return QueueSpace(
+        brokers=names,
+        entry_code=code(entry_key, entry_b, queue_id),
+        entry_key=entry_key,
+        master=master,
+        avoided_4x=hit & avoided_4x[row],
+        avoided_5x=hit & avoided_5x[row],
+        mq_code=mq_code,
+        mq_sorted=sorted_unique(mq_code),
+    )
 
 
 def _entry_keys(keys: RouteKeys, lists: Lists) -> np.ndarray:
@@ -400,75 +447,34 @@ def _entry_keys(keys: RouteKeys, lists: Lists) -> np.ndarray:
 
 @dataclass(frozen=True)
 class QueueRates:
-    """Messages per second per (route key, broker, queue id) written."""
+    """Messages per second per queue written (QueueSpace codes, sorted and unique)."""
 
-    key: np.ndarray
-    broker: pa.Array
-    queue_id: np.ndarray
+    code: np.ndarray
     rate: np.ndarray
 
 
-def _inflow_per_queue(
-    keys: RouteKeys, lists: Lists, pops: Populations, entry: np.ndarray, rate: np.ndarray
-) -> QueueRates:
-    key_of_entry = np.concatenate(
-        [
-            np.repeat(np.arange(len(keys)), np.diff(lists.java.offsets)),
-            np.repeat(np.arange(len(keys)), np.diff(lists.go.offsets)),
-        ]
-    )
-    broker = pa.concat_arrays([lists.java.broker, lists.go.broker])
-    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id]).astype(np.int64)
-    sent = pa.table(
-        {
-            "key": key_of_entry[entry],
-            "broker": broker.take(pa.array(entry)),
-            "queue_id": queue_id[entry],
-            "rate": rate,
-        }
-    )
-    summed = sent.group_by(["key", "broker", "queue_id"], use_threads=False).aggregate([("rate", "sum")])
-    return QueueRates(
-        summed["key"].to_numpy(),
-        combined(summed["broker"]),
-        summed["queue_id"].to_numpy(),
-        summed["rate_sum"].to_numpy(),
-    )
+def _inflow_per_queue(space: QueueSpace, entry: np.ndarray, rate: np.ndarray) -> QueueRates:
+    """Each queue's sends summed in entry order (a stable sort): the same bits every run."""
+    codes = space.entry_code[entry]
+    order = np.argsort(codes, kind="stable")
+    codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
+    summed = np.add.reduceat(rate[order], starts) if len(codes) else np.zeros(0)
+    return QueueRates(codes[starts], summed)
 
 
-def _written_queues(keys: RouteKeys, lists: Lists, pops: Populations) -> QueueRates:
-    """The queues a topic's producers write to (their lists'), or a Java producer's where the
-    topic has none: rate 0 each, for the written flag."""
-    produced_go = np.zeros(len(keys), dtype=bool)
+def _written_queues(space: QueueSpace, lists: Lists, pops: Populations) -> np.ndarray:
+    """The queues (codes, sorted, unique) a topic's producers write to (their lists'), or a Java
+    producer's where the topic has none."""
+    n_keys = len(lists.java.offsets) - 1
+    produced_go = np.zeros(n_keys, dtype=bool)
     produced_go[pops.key[pops.go & (pops.key >= 0)]] = True
-    produced_java = np.zeros(len(keys), dtype=bool)
+    produced_java = np.zeros(n_keys, dtype=bool)
     produced_java[pops.key[~pops.go & (pops.key >= 0)]] = True
     use_java = produced_java | ~produced_go
-    parts = []
-    for lists_, use in ((lists.java, use_java), (lists.go, produced_go)):
-        n = np.diff(lists_.offsets)
-        key = np.repeat(np.arange(len(keys)), n)
-        keep = use[key]
-        parts.append(
-            (key[keep], lists_.broker.filter(pa.array(keep)), lists_.queue_id[keep].astype(np.int64))
-        )
-    table = (
-        pa.table(
-            {
-                "key": np.concatenate([p[0] for p in parts]),
-                "broker": pa.concat_arrays([p[1] for p in parts]),
-                "queue_id": np.concatenate([p[2] for p in parts]),
-            }
-        )
-        .group_by(["key", "broker", "queue_id"], use_threads=False)
-        .aggregate([])
-    )
-    return QueueRates(
-        table["key"].to_numpy(),
-        combined(table["broker"]),
-        table["queue_id"].to_numpy(),
-        np.zeros(table.num_rows),
-    )
+    n_java = len(lists.java.queue_id)
+    family = np.r_[use_java[space.entry_key[:n_java]], produced_go[space.entry_key[n_java:]]]
+    return sorted_unique(space.entry_code[family])
 
 
 @dataclass(frozen=True)
@@ -503,30 +509,18 @@ def _mq_all(topic_routes: pa.Table, keys: RouteKeys) -> MqAll:
     )
 
 
-def _queue_codes(*sides: tuple[np.ndarray, pa.Array, np.ndarray]) -> list[np.ndarray]:
-    """One int64 code per (key, broker, queue id), equal across ``sides``."""
-    names = pa.concat_arrays([b for _, b, _ in sides]).dictionary_encode()
-    broker_code = names.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    n_b = len(names.dictionary) + 1
-    out, start = [], 0
-    for key, broker, queue_id in sides:
-        b = broker_code[start : start + len(broker)]
-        start += len(broker)
-        out.append((key * n_b + b) * (1 << 32) + queue_id)
-    return out
-
-
-def _against_mq_all(keys: RouteKeys, inflow: QueueRates, mq_all: MqAll, topic_routes: pa.Table) -> pa.Table:
+def _against_mq_all(
+    keys: RouteKeys, space: QueueSpace, inflow: QueueRates, mq_all: MqAll, topic_routes: pa.Table
+) -> pa.Table:
     """Per topic_routes row, its mqAll queues' inflow (list, mqAll order) and the inflow written
     outside its mqAll."""
-    in_code, mq_code = _queue_codes(
-        (inflow.key, inflow.broker, inflow.queue_id), (mq_all.key, mq_all.broker, mq_all.queue_id)
+    at, hit = lookup_sorted(inflow.code, space.mq_code)
+    per_queue = np.where(hit, inflow.rate[at] if len(inflow.code) else 0.0, 0.0)
+    _, inside = lookup_sorted(space.mq_sorted, inflow.code)
+    outside = ~inside
+    stranded = np.bincount(
+        space.key_of(inflow.code[outside]), weights=inflow.rate[outside], minlength=len(keys)
     )
-    order = np.argsort(in_code)
-    at, hit = lookup_sorted(in_code[order], mq_code)
-    per_queue = np.where(hit, inflow.rate[order][at] if len(order) else 0.0, 0.0)
-    outside = ~np.isin(in_code, mq_code)
-    stranded = np.bincount(inflow.key[outside], weights=inflow.rate[outside], minlength=len(keys))
     lists = pa.ListArray.from_arrays(
         pa.array(mq_all.offsets.astype(np.int32)), pa.array(per_queue, pa.float64())
     )
@@ -540,24 +534,18 @@ def _against_mq_all(keys: RouteKeys, inflow: QueueRates, mq_all: MqAll, topic_ro
 
 
 def _queue_traffic(
-    keys: RouteKeys, inflow: QueueRates, mq_all: MqAll, written: QueueRates, offsets: pa.Table | None
+    keys: RouteKeys, space: QueueSpace, inflow: QueueRates, written: np.ndarray, offsets: pa.Table | None
 ) -> pa.Table:
     """A row per queue written or read, per (scenario, phase, topic)."""
-    in_code, mq_code, w_code = _queue_codes(
-        (inflow.key, inflow.broker, inflow.queue_id),
-        (mq_all.key, mq_all.broker, mq_all.queue_id),
-        (written.key, written.broker, written.queue_id),
-    )
-    code, first = np.unique(np.concatenate([mq_code, w_code]), return_index=True)
-    key = np.concatenate([mq_all.key, written.key])[first]
+    code = sorted_unique(np.concatenate([space.mq_sorted, written]))
     rate = np.zeros(len(code))
-    rate[np.searchsorted(code, in_code)] = inflow.rate  # every queue with inflow is written
-    route = keys.table.take(pa.array(key))
+    rate[np.searchsorted(code, inflow.code)] = inflow.rate  # every queue with inflow is written
+    route = keys.table.take(pa.array(space.key_of(code)))
     queues = pa.table(
         {
             "topic": route["topic"],
-            "broker_name": pa.concat_arrays([mq_all.broker, written.broker]).take(pa.array(first)),
-            "queue_id": pa.array(np.concatenate([mq_all.queue_id, written.queue_id])[first], pa.int32()),
+            "broker_name": space.broker_of(code),
+            "queue_id": pa.array(space.queue_of(code), pa.int32()),
         }
     )
     out = pa.table(
@@ -566,8 +554,8 @@ def _queue_traffic(
             "phase": route["phase"],
             **{c: queues[c] for c in queues.column_names},
             "in_msgs_per_s": pa.array(rate, pa.float64()),
-            "written": pa.array(np.isin(code, w_code)),
-            "read": pa.array(np.isin(code, mq_code)),
+            "written": pa.array(lookup_sorted(written, code)[1]),
+            "read": pa.array(lookup_sorted(space.mq_sorted, code)[1]),
             "backlog": _backlogs(queues, offsets),
         }
     )
@@ -581,6 +569,8 @@ def drained(queue_traffic: pa.Table) -> pa.Table:
     lowering write_queue_nums and lowering read_queue_nums. One row per queue; only those outside
     the phase's mqAll, the ones whose backlog could otherwise be stranded."""
     qt = queue_traffic
+    if not qt.num_rows or pc.max(qt["phase"]).as_py() == 0:
+        return pa.table({"scenario": pa.array([], pa.string())})  # one phase: nothing to drain yet
     place = pc.binary_join_element_wise(qt["scenario"], qt["topic"], qt["broker_name"], "\x00")
     names = combined(place).dictionary_encode()
     queue = names.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (1 << 32) + combined(
@@ -593,9 +583,10 @@ def drained(queue_traffic: pa.Table) -> pa.Table:
     rows = []
     for k in range(1, int(phase.max(initial=0)) + 1):
         before = phase == k - 1
-        held = np.union1d(np.setdiff1d(held, queue[before & written]), queue[before & read & ~written])
+        kept = held[~lookup_sorted(sorted_unique(queue[before & written]), held)[1]]
+        held = sorted_unique(np.concatenate([kept, queue[before & read & ~written]]))
         now_read = queue[(phase == k) & read]
-        rows.append((k, np.setdiff1d(held, now_read)))
+        rows.append((k, held[~lookup_sorted(sorted_unique(now_read), held)[1]]))
     if not rows or not sum(len(q) for _, q in rows):
         return pa.table({"scenario": pa.array([], pa.string())})
     ks = np.concatenate([np.full(len(q), k, dtype=np.int32) for k, q in rows])
@@ -680,10 +671,11 @@ def _unroutable(
     pops: Populations, keys: RouteKeys, lists: Lists, *, failed: tuple[np.ndarray, np.ndarray]
 ) -> pa.Table:
     """Per (scenario, phase): the messages per second of populations nobody can send for, and
-    of the sends that fail (to an order topic's queue on a broker that is down)."""
+    of the sends that fail (to an order topic's queue on a broker that is down): ``failed`` is
+    (their route keys, their rates)."""
     lost, _ = _unroutable_mask(pops, lists)
-    entry, rate = failed
-    route = keys.table.take(pa.array(_entry_keys(keys, lists)[entry]))
+    key, rate = failed
+    route = keys.table.take(pa.array(key))
     rates = pa.table(
         {
             "scenario": pa.concat_arrays([combined(pops.rows["scenario"]), combined(route["scenario"])]),
