@@ -2,7 +2,7 @@
 that only reads and writes the run's assignments.
 
     .venv/bin/python bench/bench_fleet.py [--assignments 2000000] [--rounds 2] [--seed 3]
-                                          [--workdir bench/data]
+                                          [--workdir bench/data] [--producers] [--capacities]
 
 The fleet is issue 23's shape: 24 brokers, topics of 8 to 96 queues on 2 to 6 of them, each read by
 1 to 3 groups of 2 to 12 clients (``rmqsim generate --brokers 24 --queues-per-topic 8:96
@@ -18,7 +18,9 @@ Each round times, as fresh processes started the way a user starts them:
 
 With ``--producers``, another process: the same simulate on the same fleet with producers on every
 topic (``rmqsim generate --producers``: WORKDIR/fleet-<options>/snapshot-producers), so that the
-cost of where the messages go (docs/CONTRACT.md, section 2c) reads as with / without.
+cost of where the messages go (docs/CONTRACT.md, section 2c) reads as with / without. With
+``--capacities``, likewise with producers and a capacity for every client (``rmqsim generate
+--capacities``, section 2d: WORKDIR/fleet-<options>/snapshot-capacities).
 
 With ``--prelude-given``, a third process (bench/prelude.py): simulate with its prelude (checks
 and route building) read from a run of it kept before the rounds; simulate less it is what the
@@ -82,8 +84,11 @@ def fleet_dir(workdir: Path, spec: synthetic.FleetSpec) -> Path:
     return workdir / f"fleet-{'-'.join(options)}"
 
 
-def ensure_fleet(snapshot: Path, spec: synthetic.FleetSpec, *, producers: bool = False) -> bool:
-    """Generate the fleet (with ``producers``: and its producers) unless it exists; True if
+def ensure_fleet(
+    snapshot: Path, spec: synthetic.FleetSpec, *, producers: bool = False, capacities: bool = False
+) -> bool:
+    """Generate the fleet (with ``producers``: and its producers; with ``capacities``: and its
+    producers and capacities) unless it exists; True if
     generated. Written beside the destination and renamed, so an interrupted generation is never
     reused."""
     if snapshot.is_dir():
@@ -91,8 +96,10 @@ def ensure_fleet(snapshot: Path, spec: synthetic.FleetSpec, *, producers: bool =
     staging = snapshot.with_name(snapshot.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     tables = synthetic.generate(spec)
-    if producers:
+    if producers or capacities:
         tables = synthetic_traffic.with_producers(tables, spec.seed)
+    if capacities:
+        tables = synthetic_traffic.with_capacities(tables, spec.seed)
     write.write_snapshot(tables, str(staging))
     staging.rename(snapshot)
     return True
@@ -116,6 +123,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     p.add_argument("--prelude-given", action="store_true", help="also time simulate without its prelude")
     p.add_argument("--producers", action="store_true", help="also time simulate on the fleet with producers")
+    p.add_argument(
+        "--capacities",
+        action="store_true",
+        help="also time simulate on the fleet with producers and capacities",
+    )
     args = p.parse_args()
     if args.assignments < 1 or args.rounds < 1:
         p.error("--assignments and --rounds must be positive")
@@ -153,6 +165,13 @@ def main() -> None:
             str(work / "out-producers"),
         ]
         jobs["with producers"] = [str(Path(sys.executable).parent / "rmqsim"), *flags]
+    if args.capacities:
+        with_capacities = work / "snapshot-capacities"
+        if ensure_fleet(with_capacities, spec, capacities=True):
+            print(f"generated {with_capacities}")
+        flags = ["simulate", "--snapshot", str(with_capacities), "--strategies", "AVG"]
+        flags += ["--out", str(work / "out-capacities")]
+        jobs["with capacities"] = [str(Path(sys.executable).parent / "rmqsim"), *flags]
     if args.prelude_given:
         prelude.save(work / "prelude", snapshot=snapshot, scenarios=None, strategies="AVG")
         jobs["prelude given"] = prelude.given(work / "prelude", [*simulate, "--out", str(work / "given")])
@@ -181,6 +200,12 @@ def main() -> None:
             f"median: with producers {median['with producers']:.1f} s, "
             f"with / without {median['with producers'] / median['simulate']:.2f}; "
             f"best of {len(rounds)}: {best['with producers'] / best['simulate']:.2f}"
+        )
+    if args.capacities:
+        print(
+            f"median: with capacities {median['with capacities']:.1f} s, "
+            f"with / without {median['with capacities'] / median['simulate']:.2f}; "
+            f"best of {len(rounds)}: {best['with capacities'] / best['simulate']:.2f}"
         )
     print(
         f"best of {len(rounds)}: simulate {best['simulate']:.1f} s, floor {best['floor']:.1f} s, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -60,6 +61,17 @@ def _remote(args: argparse.Namespace) -> str | None:
     return remote_url(getattr(args, "remote", None))
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (--drain-target): exit code 2 otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -102,6 +114,13 @@ def parser() -> argparse.ArgumentParser:
         type=_positive_int,
         help="Python tasks of the allocation stage (default: 2 per core, fewer for a small fleet)",
     )
+    sim.add_argument(
+        "--drain-target",
+        type=_seconds,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how soon a backlog should drain: clients_needed counts what that takes (default 3600)",
+    )
     _spark_args(sim)
 
     rep = sub.add_parser(
@@ -137,6 +156,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also producers on every topic (Java 5.x and 4.x with fault tolerance, Go, HASH with keys) "
         "and a slow broker in eight (docs/CONTRACT.md, section 2c)",
+    )
+    gen.add_argument(
+        "--capacities",
+        action="store_true",
+        help="producers as --producers gives, and a capacity for every client process (docs/CONTRACT.md, "
+        "section 2d)",
     )
     gen.add_argument(
         "--room-broker-names",
@@ -281,6 +306,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         scenarios=getattr(args, "scenarios", None),
         mode=getattr(args, "mode", "overwrite"),
         partitions=getattr(args, "partitions", None),
+        drain_target_s=getattr(args, "drain_target", 3600.0),
     )
     from rmqsim.sink.directory import RunDirectory
     from rmqsim.snapshot.load import check_layout
@@ -325,6 +351,8 @@ def _report(args: argparse.Namespace) -> int:
         if written.messages is not None:
             print(f"messages per client of group {written.group}: {written.messages}")
             print(f"messages stranded per scenario: {written.stranded}")
+        for scenario, path in written.capacity:
+            print(f"messages per client against capacity, scenario {scenario}: {path}")
     if args.html:
         from rmqsim.reporting import html
 
@@ -349,10 +377,12 @@ def _generate(args: argparse.Namespace) -> int:
         clients_per_group=args.clients_per_group,
     )
     tables = synthetic.generate(fleet)
-    if args.producers:
+    if args.producers or args.capacities:
         from rmqsim.snapshot import synthetic_traffic
 
         tables = synthetic_traffic.with_producers(tables, args.seed)
+        if args.capacities:
+            tables = synthetic_traffic.with_capacities(tables, args.seed)
     counts = write.write_snapshot(tables, args.out)
     print(", ".join(f"{table}: {n} rows" for table, n in counts.items()) + f" in {args.out}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,11 +98,20 @@ class SimulateConfig:
     # Who writes the tables (rmqsim.sink): None chooses by where the run is; "spark" makes Spark
     # write them anywhere (the tests run every simulate test on both).
     sink: str | None = None
+    # The seconds a client's backlog should drain within: clients_needed counts what that takes
+    # on top of the inflow (docs/CONTRACT.md, section 2d).
+    drain_target_s: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.partitions is not None and self.partitions < 1:
             raise InputError(
                 "arguments", "--partitions", f"expected a positive integer, got {self.partitions}"
+            )
+        if not (self.drain_target_s > 0 and math.isfinite(self.drain_target_s)):
+            raise InputError(
+                "arguments",
+                "--drain-target",
+                f"expected a positive number of seconds, got {self.drain_target_s}",
             )
 
     def describe(self) -> str:

@@ -42,6 +42,9 @@ COMPARED = (
     "stranded_msgs_per_s",
     "stranded_backlog",
     "clients_without_messages",
+    "clients_over_capacity",
+    "lag_growth_msgs_per_s",
+    "groups_behind",
 )
 
 # Where a step strands messages (docs/CONTRACT.md, section 2c): what to do instead.
@@ -79,11 +82,34 @@ GROUP_METRICS_COLUMNS = (
     "one_library_unassigned",
     "stranded_msgs_per_s",
     "stranded_backlog",
+    "clients_needed",
 )
 
 
 # What the driver reads of consumer_load: a row per client is the longest table it reads.
-CONSUMER_LOAD_COLUMNS = (*RUN, "group", "queues", "msgs_per_s")
+CONSUMER_LOAD_COLUMNS = (
+    *RUN,
+    "group",
+    "queues",
+    "backlog",
+    "msgs_per_s",
+    "capacity_msgs_per_s",
+    "load_over_capacity",
+    "over_capacity",
+    "lag_growth_msgs_per_s",
+)
+# Sums of doubles over rows the tasks wrote in no fixed order are taken in millionths as integers:
+# the same rows give the same figure to the last bit, however the tasks were split.
+EXACT = 1_000_000
+
+
+def _exact(values) -> pa.ChunkedArray | pa.Array:
+    """A double column in millionths, as int64 (null stays null): sums of it do not depend on order."""
+    return pc.cast(pc.round(pc.multiply(values, float(EXACT))), pa.int64())
+
+
+def _from_exact(values) -> pa.Array:
+    return pc.divide(pc.cast(values, pa.float64()), float(EXACT))
 
 
 def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -108,6 +134,9 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Tab
     load = (
         consumer_load.append_column("_idle", idle)
         .append_column("_silent", pc.cast(silent, pa.int64()))
+        .append_column("_msgs", _exact(consumer_load["msgs_per_s"]))
+        .append_column("_over", pc.cast(consumer_load["over_capacity"], pa.int64()))
+        .append_column("_growth", _exact(consumer_load["lag_growth_msgs_per_s"]))
         .group_by(RUN)
         .aggregate(
             [
@@ -117,9 +146,17 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Tab
                 ("_idle", "sum"),
                 ("msgs_per_s", "max"),
                 ("_silent", "sum"),
+                ("_msgs", "sum"),
+                ("_msgs", "count"),
+                ("_over", "sum"),
+                ("_growth", "sum"),
             ]
         )
     )
+    behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
+    behind = behind.group_by([*RUN, "group"]).aggregate([]).group_by(RUN).aggregate([("group", "count")])
+    load = load.join(behind.rename_columns([*RUN, "_behind"]), RUN, join_type="left outer")
+    msgs_mean = pc.divide(_from_exact(load["_msgs_sum"]), pc.cast(load["_msgs_count"], pa.float64()))
     load = pa.table(
         {
             **{c: load[c] for c in RUN},
@@ -131,6 +168,11 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Tab
             "fleet_max_msgs_per_s": load["msgs_per_s_max"],
             # null without traffic, as the messages are
             "clients_without_messages": _where(pc.is_valid(load["msgs_per_s_max"]), load["_silent_sum"]),
+            "fleet_msgs_max_over_mean": _max_over_mean(load["msgs_per_s_max"], msgs_mean),
+            # null without capacities, as the figures are
+            "clients_over_capacity": load["_over_sum"],
+            "lag_growth_msgs_per_s": _from_exact(load["_growth_sum"]),
+            "groups_behind": _where(pc.is_valid(load["_over_sum"]), pc.fill_null(load["_behind"], 0)),
         }
     )
     summed = ("unassigned_queues", "multi_owned_queues", "shared_queues")
@@ -178,19 +220,86 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Tab
 
 def group_load(consumer_load: pa.Table) -> pa.Table:
     """Per (scenario, phase, strategy, group): max/mean of its clients' queues summed over its
-    topics, the load recommendation weighs."""
-    per_group = consumer_load.group_by([*RUN, "group"]).aggregate([("queues", "max"), ("queues", "mean")])
-    return per_group.append_column(
-        "max_over_mean", _max_over_mean(per_group["queues_max"], per_group["queues_mean"])
-    ).drop_columns(["queues_max", "queues_mean"])
+    topics, the load recommendation weighs, and whether a client is over capacity (null: unknown)."""
+    per_group = consumer_load.group_by([*RUN, "group"]).aggregate(
+        [("queues", "max"), ("queues", "mean"), ("over_capacity", "max")]
+    )
+    return (
+        per_group.append_column(
+            "max_over_mean", _max_over_mean(per_group["queues_max"], per_group["queues_mean"])
+        )
+        .rename_columns({"over_capacity_max": "over_capacity"})
+        .drop_columns(["queues_max", "queues_mean"])
+    )
+
+
+def falling_behind(consumer_load: pa.Table, group_metrics: pa.Table) -> pa.Table:
+    """One row per (scenario, phase, strategy, group) with a client over capacity or one whose
+    backlog never drains (docs/CONTRACT.md, section 2d): schemas.FALLING_BEHIND, in that order."""
+    known = pc.is_valid(consumer_load["over_capacity"])
+    never = pc.and_(
+        pc.fill_null(pc.greater(consumer_load["backlog"], 0), False),
+        pc.fill_null(
+            pc.greater_equal(consumer_load["msgs_per_s"], consumer_load["capacity_msgs_per_s"]), False
+        ),
+    )
+    rows = (
+        consumer_load.append_column(
+            "_over", pc.cast(pc.fill_null(consumer_load["over_capacity"], False), pa.int64())
+        )
+        .append_column("_never", pc.cast(never, pa.int64()))
+        .append_column("_known", pc.cast(known, pa.int64()))
+        .append_column("_msgs", _exact(consumer_load["msgs_per_s"]))
+        .append_column("_capacity", _exact(consumer_load["capacity_msgs_per_s"]))
+        .append_column("_growth", _exact(consumer_load["lag_growth_msgs_per_s"]))
+    )
+    keys = [*RUN, "group"]
+    per = rows.group_by(keys).aggregate(
+        [
+            ("queues", "count"),
+            ("_over", "sum"),
+            ("_never", "sum"),
+            ("_known", "sum"),
+            ("_msgs", "sum"),
+            ("_capacity", "sum"),
+            ("_growth", "sum"),
+            ("load_over_capacity", "max"),
+        ]
+    )
+    per = per.filter(
+        pc.and_(
+            pc.greater(per["_known_sum"], 0),
+            pc.or_(pc.greater(per["_over_sum"], 0), pc.greater(per["_never_sum"], 0)),
+        )
+    )
+    needed = group_metrics.group_by(keys).aggregate([("clients_needed", "max")])
+    per = per.join(needed, keys, join_type="left outer")
+    out = pa.table(
+        {
+            **{c: per[c] for c in keys},
+            "consumers": per["queues_count"],
+            "clients_over_capacity": per["_over_sum"],
+            "never_drain": per["_never_sum"],
+            "msgs_per_s": _from_exact(per["_msgs_sum"]),
+            "capacity_msgs_per_s": _from_exact(per["_capacity_sum"]),
+            "lag_growth_msgs_per_s": _from_exact(per["_growth_sum"]),
+            "max_load_over_capacity": per["load_over_capacity_max"],
+            "clients_needed": per["clients_needed_max"],
+        }
+    )
+    return _conformed(out.sort_by([(c, "ascending") for c in keys]), schemas.FALLING_BEHIND)
 
 
 def split_brain(group_metrics: pa.Table) -> pa.Table:
-    """One row per (scenario, phase, strategy, topic, group) of a stale_view phase in which some
-    client computes from the old view: schemas.SPLIT_BRAIN, the queues read twice (duplicate
-    consumption) and read by nobody (stalled), and the backlog on each."""
-    stale = group_metrics.filter(pc.greater(group_metrics["stale_clients"], 0))
-    return _conformed(stale, schemas.SPLIT_BRAIN)
+    """One row per (scenario, phase, strategy, topic, group) in which some client computes from
+    another view than the others: a stale_view phase's old view, or a designated group's client
+    still on the stock strategy (a half-done rollout, section 2d): schemas.SPLIT_BRAIN, the
+    queues read twice (duplicate consumption) and read by nobody (stalled), and the backlog on each."""
+    views = pc.or_(
+        pc.greater(group_metrics["stale_clients"], 0),
+        pc.fill_null(pc.greater(group_metrics["unaware_clients"], 0), False),
+    )
+    return _conformed(group_metrics.filter(views), schemas.SPLIT_BRAIN)
 
 
 def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Table:
@@ -303,7 +412,11 @@ def _stranding(summary: pa.Table) -> pa.Table:
     steps = summary.filter(pc.greater(summary["phase"], 0))
     silent = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_without_messages", "max")])
     silent = silent.rename_columns({"clients_without_messages_max": "most_clients_without_messages"})
-    return stranded.join(silent, SCENARIO_STRATEGY, join_type="left outer")
+    over = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_over_capacity", "max")])
+    over = over.rename_columns({"clients_over_capacity_max": "most_clients_over_capacity"})
+    return stranded.join(silent, SCENARIO_STRATEGY, join_type="left outer").join(
+        over, SCENARIO_STRATEGY, join_type="left outer"
+    )
 
 
 def _stranded_more(table: pa.Table, keys: list[str]) -> pa.Table:
@@ -396,9 +509,29 @@ def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) 
     per_strategy = per_strategy.join(worst, ["group", "strategy"], join_type="left outer")
     moves = moves.rename_columns({"moved_sum": "moved"})
     best = _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
+    keeping = _keeps_up(group_metrics, load, per_strategy.join(moves, ["group", "strategy"]))
     return _conformed(
-        best.join(_stranded_per_group(group_metrics), "group", join_type="left outer").sort_by("group"),
+        best.join(_stranded_per_group(group_metrics), "group", join_type="left outer")
+        .join(keeping, "group", join_type="left outer")
+        .sort_by("group"),
         schemas.RECOMMENDATION,
+    )
+
+
+def _keeps_up(group_metrics: pa.Table, load: pa.Table, per_strategy: pa.Table) -> pa.Table:
+    """Per group (section 2d): the clients it needs in the snapshot, and of the strategies that
+    could win (recommendation's rules), the one that keeps every client under capacity in every
+    phase with the fewest moves (ties: the name); null without capacities, or where none does."""
+    snapshot = group_metrics.filter(pc.equal(group_metrics["phase"], 0))
+    needed = snapshot.group_by("group").aggregate([("clients_needed", "max")])
+    over = load.group_by(["group", "strategy"]).aggregate([("over_capacity", "max")])
+    table = per_strategy.join(over, ["group", "strategy"], join_type="left outer")
+    table = table.set_column(table.schema.get_field_index("moved"), "moved", pc.fill_null(table["moved"], 0))
+    under = pc.and_(table["eligible"], pc.equal(pc.fill_null(table["over_capacity_max"], True), False))
+    best = _firsts(table.filter(under), ["moved", "strategy"]).select(["group", "strategy", "moved"])
+    best = best.rename_columns({"strategy": "keeps_up", "moved": "keeps_up_moved"})
+    return needed.rename_columns({"clients_needed_max": "clients_needed"}).join(
+        best, "group", join_type="left outer"
     )
 
 

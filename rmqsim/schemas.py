@@ -85,6 +85,10 @@ CONSUMERS = TableSpec(
         Column("client_id", STRING),
         Column("machine_room", STRING, required=False),
         Column("language", STRING, required=False),  # the client library; null: JAVA
+        # What the client process consumes at most over all its topics in the group (section
+        # 2d); null: the group's. Whether it runs the designated-machines code; null: it does.
+        Column("capacity_msgs_per_s", DOUBLE, required=False),
+        Column("designated_aware", BOOLEAN, required=False),
     ),
 )
 
@@ -103,6 +107,9 @@ GROUPS = TableSpec(
         Column("request_mode", STRING, required=False),  # PULL or POP, with broker rebalancing
         Column("pop_share_queue_num", INT, required=False),
         Column("consume_orderly", BOOLEAN, required=False),
+        # Section 2d: its clients' default capacity, and the machines (IPs) that may consume it.
+        Column("capacity_msgs_per_s", DOUBLE, required=False),
+        Column("designated_ips", ArrayType(STRING), required=False),
     ),
 )
 
@@ -307,6 +314,13 @@ GROUP_ROUTES = StructType(
         # Queues outside mqAll the group had a phase to drain (read, no longer written): their
         # backlog is not stranded. Null without traffic.
         StructField("drained_queues", ArrayType(QUEUE_REF, True), True),
+        # Section 2d: each client's capacity (null list: none known in the run), the group's
+        # designated IPs (null: no designation) and whether each client runs the designated
+        # code (null list: all do), and the seconds a backlog should drain within.
+        StructField("client_capacities", ArrayType(DOUBLE, True), True),
+        StructField("designated_ips", ArrayType(STRING, True), True),
+        StructField("client_designated_aware", ArrayType(BOOLEAN, True), True),
+        StructField("drain_target_s", DOUBLE, True),
     ]
 )
 
@@ -395,6 +409,17 @@ GROUP_METRIC_FIELDS = (
     # Backlog on queues of the topic outside its mqAll (offsets say they hold messages nobody
     # reads any more); null without offsets.
     StructField("stranded_backlog", LONG, True),
+    # Whether its clients keep up (section 2d), null without capacities or traffic: clients over
+    # capacity, the lag growth this topic causes, the highest load over capacity, the longest
+    # time a client takes to drain its backlog (null: one never does, or unknown), and the
+    # clients the whole group needs to keep up.
+    StructField("clients_over_capacity", LONG, True),
+    StructField("lag_growth_msgs_per_s", DOUBLE, True),
+    StructField("max_load_over_capacity", DOUBLE, True),
+    StructField("drain_seconds", DOUBLE, True),
+    StructField("clients_needed", LONG, True),
+    # Designated machines (section 2d): clients still computing over the full cidAll.
+    StructField("unaware_clients", LONG, True),
 )
 
 GROUP_METRICS = StructType([*RUN_KEYS, *TOPIC_GROUP, *GROUP_METRIC_FIELDS])
@@ -427,6 +452,14 @@ CONSUMER_LOAD = StructType(
         StructField("backlog_share", DOUBLE, True),
         # Messages per second it reads over those topics; null without traffic (section 2c).
         StructField("msgs_per_s", DOUBLE, True),
+        # Whether it keeps up (section 2d): its capacity (null: unknown), messages over capacity,
+        # above it, how fast its lag grows, and how long its backlog takes to drain (0: none; null:
+        # never, or unknown).
+        StructField("capacity_msgs_per_s", DOUBLE, True),
+        StructField("load_over_capacity", DOUBLE, True),
+        StructField("over_capacity", BOOLEAN, True),
+        StructField("lag_growth_msgs_per_s", DOUBLE, True),
+        StructField("drain_seconds", DOUBLE, True),
     ]
 )
 
@@ -439,6 +472,7 @@ SPLIT_BRAIN = StructType(
             next(f for f in GROUP_METRIC_FIELDS if f.name == name)
             for name in (
                 "stale_clients",
+                "unaware_clients",
                 "consumer_count",
                 "queue_count",
                 "multi_owned_queues",
@@ -479,6 +513,12 @@ SUMMARY = StructType(
         StructField("fleet_max_msgs_per_s", DOUBLE, True),
         StructField("clients_without_messages", LONG, True),
         StructField("stranded_backlog", LONG, True),  # null without offsets
+        # Section 2d, null without capacities: clients over capacity, the lag growth summed, the
+        # groups with a client over capacity; and skew by messages (busiest client over the mean).
+        StructField("clients_over_capacity", LONG, True),
+        StructField("lag_growth_msgs_per_s", DOUBLE, True),
+        StructField("groups_behind", LONG, True),
+        StructField("fleet_msgs_max_over_mean", DOUBLE, True),
     ]
 )
 
@@ -541,6 +581,17 @@ COMPARISON = StructType(
         StructField("most_stranded_msgs_per_s", DOUBLE, True),  # in any phase of the scenario
         StructField("most_clients_without_messages", LONG, True),  # likewise: an idle tail
         StructField("advice", STRING, True),  # the safe order where a step strands messages
+        # Whether the clients keep up (section 2d), null without capacities.
+        *[
+            StructField(f"{name}_{when}", kind, True)
+            for name, kind in (
+                ("clients_over_capacity", LONG),
+                ("lag_growth_msgs_per_s", DOUBLE),
+                ("groups_behind", LONG),
+            )
+            for when in ("before", "after")
+        ],
+        StructField("most_clients_over_capacity", LONG, True),  # in any phase after the snapshot
     ]
 )
 
@@ -579,6 +630,28 @@ RECOMMENDATION = StructType(
         StructField("most_stranded_msgs_per_s", DOUBLE, True),
         StructField("most_stranded_backlog", LONG, True),
         StructField("advice", STRING, True),
+        # Section 2d, null without capacities: the clients the group needs in the snapshot, and
+        # the strategy that keeps every client under capacity in every phase with the fewest moves.
+        StructField("clients_needed", LONG, True),
+        StructField("keeps_up", STRING, True),
+        StructField("keeps_up_moved", LONG, True),
+    ]
+)
+
+# One row per (scenario, phase, strategy, group) with a client over capacity or a backlog that
+# never drains (section 2d): the groups that fall behind.
+FALLING_BEHIND = StructType(
+    [
+        *RUN_KEYS,
+        StructField("group", STRING, False),
+        StructField("consumers", LONG, False),
+        StructField("clients_over_capacity", LONG, False),
+        StructField("never_drain", LONG, False),  # clients with a backlog and no spare capacity
+        StructField("msgs_per_s", DOUBLE, True),
+        StructField("capacity_msgs_per_s", DOUBLE, True),  # its clients' known capacities, summed
+        StructField("lag_growth_msgs_per_s", DOUBLE, True),
+        StructField("max_load_over_capacity", DOUBLE, True),
+        StructField("clients_needed", LONG, True),
     ]
 )
 
@@ -725,6 +798,7 @@ OUTPUTS = {
         OutputTable("comparison", COMPARISON),
         OutputTable("recommendation", RECOMMENDATION),
         OutputTable("exposure", EXPOSURE),
+        OutputTable("falling_behind", FALLING_BEHIND),
         OutputTable("rejects", REJECTS),
         OutputTable("reconciliation", RECONCILIATION),
         OutputTable("validation", VALIDATION),

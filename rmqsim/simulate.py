@@ -104,10 +104,22 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     balancing = any(f"groups.{c}" in snapshot.given for c in BALANCING_COLUMNS) or any(
         isinstance(s, parse.SetRebalance) for s in steps
     )
+    capacities = bool({"consumers.capacity_msgs_per_s", "groups.capacity_msgs_per_s"} & snapshot.given)
+    designation = "groups.designated_ips" in snapshot.given or any(
+        isinstance(s, parse.Designate) for s in steps
+    )
     by = schemas.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
+    consumers = staged.consumers
+    if capacities:
+        consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
     clients = routes.client_lists(
-        staged.consumers, queue_config=staged.queue_config, languages=languages, by=by
+        consumers,
+        queue_config=staged.queue_config,
+        languages=languages,
+        capacities=capacities,
+        designation=designation,
+        by=by,
     )
     clients = apply.with_left_subscriptions(clients, runs)
     clients = routes.with_strategies(
@@ -138,6 +150,7 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         stale_views=stale_views,
         masters=balancing,
         inflow=topic_inflow,
+        drain_target_s=config.drain_target_s if capacities else None,
     )
     absent = {
         "backlogs": staged.offsets is None,
@@ -150,12 +163,17 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
         "queue_inflow": traffic is None,
         "stranded_inflow": traffic is None,
         "drained_queues": topic_inflow is None,
+        "client_capacities": not capacities,
+        "drain_target_s": not capacities,
+        "designated_ips": not designation,
+        "client_designated_aware": not designation,
     }
     return Staged(
         group_routes,
         checked.rejects,
         with_movement=any(s.steps for s in runs),
-        with_stale_views=any(s.stale_views() for s in runs),
+        # A half-done designation rollout is a split brain too (section 2d).
+        with_stale_views=any(s.stale_views() for s in runs) or designation,
         loaded=snapshot,
         checked=checked.snapshot,
         absent=tuple(c for c, none in absent.items() if none),
@@ -212,6 +230,8 @@ def write_rollups(sink: Sink, built: Staged) -> RunResult:
     consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
     summary = rollups.summary(group_metrics, consumer_load, None if traffic is None else traffic.unroutable)
     sink.write("summary", summary)
+    if consumer_load["over_capacity"].null_count < consumer_load.num_rows:  # capacities known
+        sink.write("falling_behind", rollups.falling_behind(consumer_load, group_metrics))
     comparison = advice = exposure = None
     if built.with_movement:
         moves = sink.read("movement", rollups.MOVEMENT_COLUMNS)

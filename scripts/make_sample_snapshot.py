@@ -5,7 +5,9 @@ mid-shrink with fewer write than read queues, one with more write than read queu
 on one broker, an ordered one, two retry topics), groups: one per strategy, a BROADCASTING one and
 one with no groups row, and others for who computes the assignment. Producers on every topic
 (one topic's rate from offsets' in_tps instead): Java, Go and C++ clients, a 4.x population with
-latency fault tolerance, HASH producers with a key mix. Run it again after editing; the Parquet
+latency fault tolerance, HASH producers with a key mix. Capacities on one group of unequal clients
+and a group default on another; a group pinned to designated machines, and one whose clients are
+half-way through that rollout. Run it again after editing; the Parquet
 files it writes are committed.
 """
 
@@ -60,7 +62,7 @@ GROUPS = {
         [(f"10.0.1.{i}@23456#8741230{i:03d}", "hz-a" if i % 2 else "hz-b") for i in range(1, 6)],
     ),
     "analytics": (
-        {"strategy": "AVG"},
+        {"strategy": "AVG", "capacity_msgs_per_s": 1500.0},  # each client's, by default
         ["user-events", "orders", "audit", "logistics", "notifications", "coupons", "clicks"],
         [("10.0.2.11@31001", "hz-a"), ("10.0.2.12@31002", "hz-a"), ("10.0.2.13@31003", "hz-b")],
     ),
@@ -122,6 +124,12 @@ GROUPS = {
         ["orders"],
         [(f"10.0.14.{i}@9600", "hz-a") for i in range(1, 7)],
     ),
+    # Pinned to designated machines (section 2d): the two clients off the list hold nothing.
+    "payout-reconciler": (
+        {"strategy": "AVG", "designated_ips": ["10.0.15.1", "10.0.15.2"], "capacity_msgs_per_s": 400.0},
+        ["payments"],
+        [(f"10.0.15.{i}@9700", "hz-a") for i in range(1, 5)],
+    ),
     # Six clients on notifications' four queues: two sit idle (a scenario moves the group to POP).
     "sms-sender": (
         {"strategy": "AVG"},
@@ -132,6 +140,12 @@ GROUPS = {
 
 # The client library of each client of these groups (consumers.language); JAVA for the others.
 LANGUAGES = {"geo-tracker": "GO"}
+# Messages per second each client of a group consumes at most (consumers.capacity_msgs_per_s), in
+# client order: order-consumer's five pods are of three sizes, so queue counts mislead.
+CAPACITIES = {"order-consumer": [600.0, 600.0, 300.0, 150.0, 150.0]}
+# Clients still on the stock strategy (consumers.designated_aware false): risk-engine's hz-b pods
+# have not yet been redeployed with the designated-machines code.
+NOT_DESIGNATED_AWARE = {"10.0.4.3@52003", "10.0.4.4@52004"}
 
 # CONFIG: each billing-export client reads the queues configured for it; broker-c's are
 # configured for both (owned twice) and broker-b's for neither (unowned).
@@ -246,7 +260,15 @@ def _topic_queues() -> dict:
 
 
 def _consumers_and_groups() -> tuple[dict, dict]:
-    consumers = {"group": [], "topic": [], "client_id": [], "machine_room": [], "language": []}
+    consumers = {
+        "group": [],
+        "topic": [],
+        "client_id": [],
+        "machine_room": [],
+        "language": [],
+        "capacity_msgs_per_s": [],
+        "designated_aware": [],
+    }
     group_columns = (
         "strategy",
         "virtual_node_cnt",
@@ -256,6 +278,8 @@ def _consumers_and_groups() -> tuple[dict, dict]:
         "rebalance",
         "request_mode",
         "pop_share_queue_num",
+        "capacity_msgs_per_s",
+        "designated_ips",
     )
     groups = {"group": [], **{c: [] for c in group_columns}}
     for group, (row, topics, clients) in GROUPS.items():
@@ -263,9 +287,11 @@ def _consumers_and_groups() -> tuple[dict, dict]:
             groups["group"].append(group)
             for c in group_columns:
                 groups[c].append(row.get(c))
+        capacities = CAPACITIES.get(group, [None] * len(clients))
         for topic in topics:
-            for client_id, room in clients:
-                row = (group, topic, client_id, room, LANGUAGES.get(group, "JAVA"))
+            for (client_id, room), capacity in zip(clients, capacities):
+                aware = False if client_id in NOT_DESIGNATED_AWARE else None
+                row = (group, topic, client_id, room, LANGUAGES.get(group, "JAVA"), capacity, aware)
                 for key, value in zip(consumers, row):
                     consumers[key].append(value)
     return consumers, groups

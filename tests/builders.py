@@ -68,6 +68,10 @@ def route(
     queue_inflow: Sequence[float] | None = None,
     stranded_inflow: float | None = None,
     drained_queues: Sequence[tuple[str, int]] | None = None,
+    client_capacities: Sequence[float | None] | None = None,
+    designated_ips: Sequence[str] | None = None,
+    client_designated_aware: Sequence[bool | None] | None = None,
+    drain_target_s: float | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -80,7 +84,9 @@ def route(
     (the client balances); broker_masters (whether each broker's master is alive) to null;
     queue_inflow (messages per second into each queue of mqAll, in mqAll order) and
     stranded_inflow (into written queues outside it) to null (no traffic), and drained_queues
-    ((broker, queue id) outside mqAll its readers drained) to null.
+    ((broker, queue id) outside mqAll its readers drained) to null; client_capacities (one per
+    client), designated_ips, client_designated_aware (one per client) and drain_target_s to null
+    (section 2d: no capacity, no designation).
     """
     brokers = dict(brokers or {})
     clients = list(clients)
@@ -120,6 +126,10 @@ def route(
         "drained_queues": None
         if drained_queues is None
         else [{"broker_name": b, "queue_id": q} for b, q in drained_queues],
+        "client_capacities": None if client_capacities is None else list(client_capacities),
+        "designated_ips": None if designated_ips is None else list(designated_ips),
+        "client_designated_aware": None if client_designated_aware is None else list(client_designated_aware),
+        "drain_target_s": drain_target_s,
     }
 
 

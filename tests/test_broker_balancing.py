@@ -377,6 +377,23 @@ def test_the_proxy_fails_where_a_broker_is_alive_only_through_a_slave() -> None:
     assert first.unassigned_queues == 5 and "broker 'b' is alive only through a slave" in first.error
 
 
+def test_a_proxied_topic_that_loses_its_read_permission_keeps_the_clients_queues() -> None:
+    # Phase 0: broker a (2 queues), readable; each client gets (a, -1). Phase 1: the topic's only
+    # QueueData loses its read bit, so mqAll is empty and the proxy answers FORBIDDEN: the clients
+    # log it and keep (a, -1), now outside mqAll, computed_by "proxy kept".
+    rows = _clients(
+        [
+            route(phase=p, last_phase=1, brokers=b, clients=["c0", "c1"], balancing=PROXY)
+            for p, b in ((0, {"a": 2}), (1, {}))
+        ]
+    )
+    owned = _owned(rows)
+    assert owned == {(p, c): [("a", -1)] for p in (0, 1) for c in ("c0", "c1")}
+    assert set(rows.lists[rows.lists.phase == 1].computed_by) == {"proxy kept"}
+    after = _first(rows, phase=1)
+    assert "no readable queue: the proxy answers FORBIDDEN" in after.error
+
+
 def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path, sink) -> None:
     # The same from a snapshot: broker-b's master (id 0) is down, its slave (id 1) up.
     snapshot = make_snapshot(

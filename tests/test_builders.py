@@ -38,6 +38,10 @@ def test_a_route_row_names_every_field_with_its_default() -> None:
         "queue_inflow": None,
         "stranded_inflow": None,
         "drained_queues": None,
+        "client_capacities": None,
+        "designated_ips": None,
+        "client_designated_aware": None,
+        "drain_target_s": None,
     }
     assert list(row) == schemas.GROUP_ROUTES.fieldNames()
     assert route(clients=["x"], client_configs=None)["client_configs"] is None  # the whole row null

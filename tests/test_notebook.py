@@ -85,6 +85,6 @@ def test_runs_headless_on_a_sample_run(sample_run, tmp_path) -> None:
         "Split-brain risk": 1,  # the sample has a stale_view scenario
     }
     assert all(png.startswith(PNG) for images in sections.values() for png in images)
-    # The split-brain section also shows its table: the six strategies that ran on pay-consumer.
+    # The split-brain section also shows its table: the seven strategies that ran on pay-consumer.
     table = next(out for out in outputs if "text/html" in out.get("data", {}))
-    assert table["data"]["text/html"].count("pay-consumer-split-brain") == 6
+    assert table["data"]["text/html"].count("pay-consumer-split-brain") == 7

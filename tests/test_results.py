@@ -9,7 +9,8 @@ import pytest
 
 from rmqsim import rollups
 from rmqsim.errors import InputError
-from rmqsim.reporting import results
+from rmqsim.reporting import results, text
+from rmqsim.strategies import STRATEGIES
 
 
 def test_the_exposure_table_is_the_split_brain_aggregated_most_exposed_first(spark, sample_run) -> None:
@@ -32,7 +33,9 @@ def test_the_exposure_table_is_the_split_brain_aggregated_most_exposed_first(spa
     order = ["scenario", "at_risk_fraction", "strategy"]
     expected = expected.sort_values(order, ascending=[True, False, True])
     loaded = results.load_run(sample_run).exposure
-    assert len(loaded) == 6  # the sample's stale_view scenario, on the six strategies that ran
+    # The sample's two split brains (a stale view, a half-done designation), each on the seven
+    # strategies that ran on its group.
+    assert len(loaded) == 14
     written = loaded[expected.columns].reset_index(drop=True)
     pd.testing.assert_frame_equal(written, expected.reset_index(drop=True), check_dtype=False)
 
@@ -90,7 +93,7 @@ def test_focus_and_group_load(sample_run) -> None:
 def test_snapshot_summary_is_phase_0_once(sample_run) -> None:
     summary = results.snapshot_summary(results.load_run(sample_run))
     assert set(summary.phase) == {0} and summary.scenario.nunique() == 1
-    assert summary.strategy.is_unique and len(summary) == 8
+    assert summary.strategy.is_unique and len(summary) == len(STRATEGIES)  # every strategy, once
 
 
 def test_recommendation_rounds_as_spark_does_half_up_on_the_printed_decimal() -> None:
@@ -102,3 +105,68 @@ def test_recommendation_rounds_as_spark_does_half_up_on_the_printed_decimal() ->
         1.0,
         1.333,
     ]
+
+
+def _summary(rows: list[tuple[int, str, float | None, int | None]]) -> pd.DataFrame:
+    """(phase, strategy, stranded_msgs_per_s, stranded_backlog) of scenario s."""
+    frame = pd.DataFrame(rows, columns=["phase", "strategy", "stranded_msgs_per_s", "stranded_backlog"])
+    return frame.assign(scenario="s", stranded_backlog=frame.stranded_backlog.astype("Int64"))
+
+
+def _behind(rows: list[tuple[int, str, str]]) -> pd.DataFrame:
+    """(phase, strategy, group) of scenario s in falling_behind/."""
+    return pd.DataFrame(rows, columns=["phase", "strategy", "group"]).assign(scenario="s")
+
+
+def test_the_overview_names_the_groups_behind_after_a_step_and_the_most_stranded(tmp_path) -> None:
+    summary = _summary(
+        [
+            (0, "A", 5.0, 0),
+            (0, "B", 0.0, None),  # B skips the group that strands: nothing, no backlog
+            (1, "A", 40.0, 100),
+            (1, "B", 0.0, None),
+            (2, "A", 5.0, 30),
+            (2, "B", 0.0, None),
+        ]
+    )
+    # g1 behind under both strategies after a step (A at 1 and 2: counted once); g2 only in the
+    # snapshot; six more groups under A alone: NAMED_GROUPS named, the rest counted.
+    behind = _behind(
+        [(1, "A", "g1"), (2, "A", "g1"), (2, "B", "g1"), (0, "A", "g2")]
+        + [(1, "A", f"g{k}") for k in range(3, 9)]
+    )
+    # Scenario u has no offsets: its backlog is null, s's stays a whole number beside it.
+    without_offsets = _summary([(0, "A", 0.0, None), (1, "A", 0.0, None)]).assign(scenario="u")
+    run = results.Run(tmp_path, pd.concat([summary, without_offsets]), None, None, None, behind)
+    row, other = results.overview(run).to_dict("records")
+    assert other["scenario"] == "u" and other["stranded_backlog_after"] is None
+    assert text.format_cell(row["stranded_backlog_after"]) == "30"  # not 30.00
+    assert results.NAMED_GROUPS == 5
+    assert row["behind_after_a_step"] == (
+        "g1 (2 of 2 strategies), g3 (1 of 2 strategies), g4 (1 of 2 strategies), "
+        "g5 (1 of 2 strategies), g6 (1 of 2 strategies), and 2 more groups"
+    )
+    assert results.snapshot_behind(run) == "g2 (1 of 2 strategies)"
+    assert (row["last_phase"], row["stranded_msgs_per_s_before"], row["stranded_msgs_per_s_after"]) == (
+        2,
+        5.0,
+        5.0,
+    )
+    assert (row["most_stranded_msgs_per_s"], row["stranded_backlog_after"]) == (40.0, 30)
+    assert row["advice"] is None  # no comparison/: a run's advice comes from there
+
+    # Capacities known and nobody behind after a step: "none"; unknown (no falling_behind/): null.
+    quiet = results.Run(tmp_path, summary, None, None, None, behind[behind.phase == 0])
+    assert results.overview(quiet).behind_after_a_step.tolist() == ["none"]
+    unknown = results.overview(results.Run(tmp_path, summary, None, None, None))
+    assert unknown.behind_after_a_step.tolist() == [None]
+    assert results.snapshot_behind(results.Run(tmp_path, summary, None, None, None)) is None
+
+
+def test_the_overview_of_a_run_without_steps_or_traffic(tmp_path) -> None:
+    summary = _summary([(0, "A", None, None)])
+    (row,) = results.overview(results.Run(tmp_path, summary, None, None, None, _behind([]))).to_dict(
+        "records"
+    )
+    assert row["last_phase"] == 0 and row["behind_after_a_step"] is None  # no step to be behind after
+    assert [row[k] for k in results.OVERVIEW_KEYS[3:]] == [None] * 5

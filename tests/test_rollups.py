@@ -19,6 +19,7 @@ SNAPSHOT_FIGURES = {
     "one_library_unassigned": None,
     "stranded_msgs_per_s": None,
     "stranded_backlog": None,
+    "clients_needed": None,
 }
 
 
@@ -53,12 +54,13 @@ def _group_metrics(rows: list[tuple[str, int, str, str | None]]) -> pa.Table:
 
 def _load(rows: list[tuple[str, int, str, float]]) -> pa.Table:
     """(group, phase, strategy, max_over_mean) of scenario s."""
-    return pa.Table.from_pylist(
+    table = pa.Table.from_pylist(
         [
             {"scenario": "s", "phase": p, "strategy": st, "group": g, "max_over_mean": m}
             for g, p, st, m in rows
         ]
     )
+    return table.append_column("over_capacity", pa.nulls(table.num_rows, pa.bool_()))  # no capacities
 
 
 def _movement(rows: list[tuple[str, str, int, int, int, int | None]]) -> pa.Table:
@@ -207,6 +209,8 @@ def test_the_summary_counts_clients_queues_and_the_groups_the_client_fails_on() 
             "group": ["a", "a", "b"],
             "queues": [2, 0, 5],
             "msgs_per_s": pa.nulls(3, pa.float64()),  # no traffic
+            "over_capacity": pa.nulls(3, pa.bool_()),  # no capacities
+            "lag_growth_msgs_per_s": pa.nulls(3, pa.float64()),
         }
     )
     out = rollups.summary(metrics, load).to_pylist()

@@ -150,7 +150,15 @@ def test_absent_optional_tables_and_columns_take_defaults(spark, tmp_path) -> No
     assert snap.groups.num_rows == 0 and snap.offsets is None and snap.queue_config is None
     [broker] = snap.brokers.to_pylist()
     assert (broker["alive"], broker["machine_room"]) == (True, None)
-    assert snap.consumers.column_names == ["group", "topic", "client_id", "machine_room", "language"]
+    assert snap.consumers.column_names == [
+        "group",
+        "topic",
+        "client_id",
+        "machine_room",
+        "language",
+        "capacity_msgs_per_s",
+        "designated_aware",
+    ]
     assert "consumers.language" not in snap.given and "brokers.alive" in snap.given  # as the files have them
 
 

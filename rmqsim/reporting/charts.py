@@ -29,6 +29,8 @@ class Charts:
     # the messages each scenario strands.
     messages: Path | None = None
     stranded: Path | None = None
+    # With capacities (section 2d): per scenario, its clients' messages against their capacity.
+    capacity: tuple[tuple[str, Path], ...] = ()
 
 
 def _panels(count: int, height: float) -> tuple[Figure, list[Axes]]:
@@ -149,6 +151,73 @@ def stranded_figure(comparison: pd.DataFrame) -> Figure:
     return fig
 
 
+# Phase 0 pale, the last phase dark; red where the client reads more than its capacity.
+CAPACITY_COLOURS = {
+    (False, False): "#9ecae1",
+    (False, True): "#3182bd",
+    (True, False): "#fcae91",
+    (True, True): "#cb181d",
+}
+
+
+def capacity_figure(load: pd.DataFrame, *, scenario: str, last_phase: int) -> Figure:
+    """One panel per group of ``load`` (results.capacity_load): a block of bars per strategy, in
+    each a pair per client (phase 0, the last phase) of the messages per second it reads, red
+    where that is over its capacity, and its capacity as a black line across the pair. Clients
+    are in the same order in every block, the largest capacity first: the lines say which is which."""
+    groups = sorted(load.group.unique())
+    # Constrained layout puts the legend under the panels, where it hides no bar.
+    fig = Figure(figsize=(9, 2.8 * len(groups) + 0.6), layout="constrained")
+    axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    for ax, group in zip(axes, groups):
+        _capacity_panel(ax, load[load.group == group], last_phase)
+        ax.set_title(f"group {group}", fontsize=10)
+    fig.suptitle(f"scenario {scenario}: messages per second per client against its capacity", fontsize=11)
+    fig.legend(handles=_capacity_legend(last_phase), fontsize=8, ncol=5, loc="outside lower center")
+    return fig
+
+
+def _capacity_panel(ax: Axes, rows: pd.DataFrame, last_phase: int) -> None:
+    """The bars in one call, not one per client: a group can have hundreds of clients."""
+    capacities = rows.groupby("client_id").capacity_msgs_per_s.max()
+    # The largest capacity first, unknown ones last, then by id: the same order in every block.
+    clients = sorted(capacities.index, key=lambda c: (pd.isna(capacities[c]), -(capacities[c] or 0), c))
+    strategies = sorted(rows.strategy.unique())
+    slot = len(clients) + 1  # a gap between the strategies' blocks
+    phases = [0, last_phase] if last_phase else [0]
+    width = 0.8 / len(phases)
+    bars = rows[rows.phase.isin(phases)]
+    centre = bars.strategy.map(strategies.index) * slot + bars.client_id.map(clients.index)
+    k = bars.phase.map(phases.index)
+    over = bars.over_capacity.astype("boolean").fillna(False)
+    colours = [CAPACITY_COLOURS[(bool(o), bool(p))] for o, p in zip(over, k.eq(1))]
+    ax.bar(centre - 0.4 + width * (k + 0.5), bars.msgs_per_s.astype("float64"), width=width, color=colours)
+    known = [(b * slot + j, capacities[c]) for b in range(len(strategies)) for j, c in enumerate(clients)]
+    known = [(x, cap) for x, cap in known if pd.notna(cap)]
+    if known:
+        xs, caps = zip(*known)
+        ax.hlines(caps, [x - 0.45 for x in xs], [x + 0.45 for x in xs], colors="black", linewidth=1.5)
+    centres = [b * slot + (len(clients) - 1) / 2 for b in range(len(strategies))]
+    ax.set_xticks(centres, strategies, **STRATEGY_TICKS)
+    ax.set_ylabel("messages per second")
+
+
+def _capacity_legend(last_phase: int) -> list:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=CAPACITY_COLOURS[(False, False)], label="phase 0")]
+    if last_phase:
+        handles.append(Patch(color=CAPACITY_COLOURS[(False, True)], label=f"phase {last_phase}"))
+    handles.append(Patch(color=CAPACITY_COLOURS[(True, False)], label="phase 0, over capacity"))
+    if last_phase:
+        handles.append(
+            Patch(color=CAPACITY_COLOURS[(True, True)], label=f"phase {last_phase}, over capacity")
+        )
+    handles.append(Line2D([], [], color="black", linewidth=1.5, label="capacity"))
+    return handles
+
+
 def steps_figure(steps: pd.DataFrame) -> Figure:
     """Per scenario, the queues each strategy moves at each step (results.moved_per_step)."""
     scenarios = sorted(steps.scenario.unique())
@@ -213,4 +282,27 @@ def write_charts(run: str, *, group: str | None = None, scenario: str | None = N
     ):  # a run with traffic (older runs lack the column)
         messages = _save(load_figure(load, **where, value="msgs_per_s"), out / f"messages_{name}")
         stranded = _save(stranded_figure(tables.comparison), out / "stranded_per_scenario.png")
-    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded)
+    capacity = _capacity_charts(tables, out)
+    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded, capacity)
+
+
+# Groups per capacity chart: a fleet can have thousands with capacities; the worst are shown.
+CAPACITY_GROUPS = 4
+
+
+def _capacity_charts(tables: results.Run, out: Path) -> tuple[tuple[str, Path], ...]:
+    """Per scenario, capacity_figure of its CAPACITY_GROUPS groups with the most clients over
+    capacity; nothing where no client has a capacity."""
+    groups = results.capacity_groups(tables.path)
+    if groups is None:
+        return ()
+    last_phases = tables.comparison.groupby("scenario").last_phase.max()
+    written = []
+    for scenario, mine in groups.groupby("scenario", sort=True):
+        last = int(last_phases.get(scenario, 0))
+        load = results.capacity_load(
+            tables.path, scenario=scenario, groups=mine.group.head(CAPACITY_GROUPS), phases=(0, last)
+        )
+        figure = capacity_figure(load, scenario=scenario, last_phase=last)
+        written.append((scenario, _save(figure, out / f"capacity_{_safe(scenario)}.png")))
+    return tuple(written)

@@ -63,13 +63,15 @@ def require_run(run: str | Path) -> Path:
 @dataclass(frozen=True)
 class Run:
     """A run's small tables. Without scenarios there is no comparison or recommendation; without
-    a stale_view step, no exposure."""
+    a stale_view step, no exposure; without capacities, no falling_behind."""
 
     path: Path
     summary: pd.DataFrame
     comparison: pd.DataFrame | None
     recommendation: pd.DataFrame | None
     exposure: pd.DataFrame | None  # per (scenario, strategy), the most exposed first
+    # Per (scenario, phase, strategy, group) behind; None: the run had no capacities (section 2d).
+    falling_behind: pd.DataFrame | None = None
 
 
 def load_run(run: str | Path) -> Run:
@@ -82,6 +84,7 @@ def load_run(run: str | Path) -> Run:
         load_table(root, "comparison"),
         load_table(root, "recommendation"),
         _most_exposed_first(load_table(root, "exposure")),
+        load_table(root, "falling_behind"),
     )
 
 
@@ -173,6 +176,144 @@ def group_load(run: str | Path, *, scenario: str, group: str, phases: Iterable[i
         & ds.field("phase").isin(sorted(set(phases)))
     )
     load = load_table(run, "consumer_load", filter=where)
+    if load is None:
+        raise InputError(str(run), "consumer_load", "missing: not a complete simulate output")
+    return load
+
+
+# At most this many groups named per cell of the overview: a fleet can have thousands behind.
+NAMED_GROUPS = 5
+
+
+def overview(run: Run) -> pd.DataFrame:
+    """One row per scenario, what matters first: the groups that fall behind in some phase after
+    the snapshot (a text naming each with the strategies it falls behind under; null without
+    capacities or without a step), and the messages per second stranded at phase 0, at the last
+    phase and the most after a step, with the backlog left stranded; the advice where a step
+    strands more. snapshot_behind says which groups are behind at phase 0.
+
+    Stranded figures are the most over the strategies: which queues a group reads does not depend
+    on who reads them, only the groups a strategy skips (CONFIG without queue_config) differ. From
+    summary/, so that a run without scenarios (phase 0 only) gets the same row."""
+    rows = []
+    for scenario, phases in run.summary.groupby("scenario", sort=True):
+        last = int(phases.phase.max())
+        first, final = phases[phases.phase == 0], phases[phases.phase == last]
+        steps = phases[phases.phase > 0]
+        rows.append(
+            {
+                "scenario": scenario,
+                "last_phase": last,
+                "behind_after_a_step": _behind(run.falling_behind, steps) if last else None,
+                "stranded_msgs_per_s_before": _most(first, "stranded_msgs_per_s"),
+                "stranded_msgs_per_s_after": _most(final, "stranded_msgs_per_s") if last else None,
+                "most_stranded_msgs_per_s": _most(steps, "stranded_msgs_per_s"),
+                "stranded_backlog_after": _most(final, "stranded_backlog") if last else None,
+                "advice": _advice(run.comparison, scenario),
+            }
+        )
+    return pd.DataFrame(rows, columns=list(OVERVIEW_KEYS), dtype=object)  # ints stay ints beside nulls
+
+
+OVERVIEW_KEYS = (
+    "scenario",
+    "last_phase",
+    "behind_after_a_step",
+    "stranded_msgs_per_s_before",
+    "stranded_msgs_per_s_after",
+    "most_stranded_msgs_per_s",
+    "stranded_backlog_after",
+    "advice",
+)
+
+
+def snapshot_behind(run: Run) -> str | None:
+    """The groups behind at phase 0, as overview names them: every scenario starts from the same
+    phase 0, so the first one's. None without capacities."""
+    summary = run.summary
+    first = summary[(summary.scenario == summary.scenario.min()) & (summary.phase == 0)]
+    return _behind(run.falling_behind, first)
+
+
+def _most(rows: pd.DataFrame, column: str) -> object:
+    """The column's largest value in ``rows``; None where it has none (no traffic, no offsets)."""
+    if column not in rows or rows[column].isna().all():
+        return None
+    value = rows[column].max()
+    return int(value) if pd.api.types.is_integer_dtype(rows[column]) else float(value)
+
+
+def _behind(behind: pd.DataFrame | None, phases: pd.DataFrame) -> str | None:
+    """The groups of falling_behind/ in the (scenario, phase)s of summary rows ``phases``, as
+    "group (k of n strategies)": behind in some of those phases under k of the n strategies run,
+    most strategies first; "none" where no group is; None without capacities (no falling_behind/)."""
+    if behind is None:
+        return None
+    keys = ["scenario", "phase", "strategy"]
+    rows = behind.merge(phases[keys].drop_duplicates(), on=keys)
+    if rows.empty:
+        return "none"
+    of = phases.strategy.nunique()
+    counts = rows.groupby("group").strategy.nunique().reset_index()
+    counts = counts.sort_values(["strategy", "group"], ascending=[False, True])
+    named = [f"{g} ({k} of {of} strategies)" for g, k in zip(counts.group, counts.strategy)]
+    more = len(named) - NAMED_GROUPS
+    if more > 0:
+        named[NAMED_GROUPS:] = [f"and {more} more group{'s' if more > 1 else ''}"]
+    return ", ".join(named)
+
+
+def _advice(comparison: pd.DataFrame | None, scenario: str) -> str | None:
+    if comparison is None:
+        return None
+    advice = comparison[comparison.scenario == scenario].advice.dropna()
+    return str(advice.iloc[0]) if len(advice) else None
+
+
+def capacity_groups(run: str | Path) -> pd.DataFrame | None:
+    """Per (scenario, group) whose clients have a known capacity: its clients over capacity, summed
+    over phases and strategies, and its highest load over capacity; the worst first in each
+    scenario. None where no client has a capacity (or the run predates capacities). Aggregated in
+    Arrow: consumer_load has a row per client."""
+    load = _dataset(run, "consumer_load")
+    if load is None or "capacity_msgs_per_s" not in load.schema.names:
+        return None
+    rows = load.to_table(
+        columns=["scenario", "group", "over_capacity", "load_over_capacity"],
+        filter=ds.field("capacity_msgs_per_s").is_valid(),
+    )
+    if rows.num_rows == 0:
+        return None
+    over = pc.cast(pc.fill_null(rows["over_capacity"], False), pa.int64())
+    per = (
+        rows.append_column("_over", over)
+        .group_by(["scenario", "group"])
+        .aggregate([("_over", "sum"), ("load_over_capacity", "max")])
+    )
+    out = _pandas(per).rename(columns={"_over_sum": "over", "load_over_capacity_max": "worst"})
+    order = out.sort_values(["scenario", "over", "worst", "group"], ascending=[True, False, False, True])
+    return order.reset_index(drop=True)
+
+
+def capacity_load(
+    run: str | Path, *, scenario: str, groups: Iterable[str], phases: Iterable[int]
+) -> pd.DataFrame:
+    """consumer_load's messages and capacities of ``groups`` in ``scenario`` at ``phases``."""
+    where = (
+        (ds.field("scenario") == scenario)
+        & ds.field("group").isin(sorted(set(groups)))
+        & ds.field("phase").isin(sorted(set(phases)))
+    )
+    columns = [
+        "strategy",
+        "phase",
+        "group",
+        "client_id",
+        "msgs_per_s",
+        "capacity_msgs_per_s",
+        "over_capacity",
+    ]
+    load = load_table(run, "consumer_load", filter=where, columns=columns)
     if load is None:
         raise InputError(str(run), "consumer_load", "missing: not a complete simulate output")
     return load

@@ -20,6 +20,9 @@ SUMMARY_COLUMNS = (
     ("stranded_msgs_per_s", "stranded msgs/s"),
     ("fleet_max_msgs_per_s", "max msgs/s/consumer"),
     ("clients_without_messages", "consumers w/o msgs"),
+    # Capacity (section 2d): shown where the run knows one.
+    ("clients_over_capacity", "over capacity"),
+    ("lag_growth_msgs_per_s", "lag growth msgs/s"),
 )
 # Columns left out of a printed table where every row has none (a run without traffic).
 OPTIONAL = {
@@ -33,6 +36,14 @@ OPTIONAL = {
     "most_stranded_msgs_per_s",
     "most_clients_without_messages",
     "stranded_backlog_after",
+    "clients_over_capacity",
+    "lag_growth_msgs_per_s",
+    "clients_over_capacity_before",
+    "clients_over_capacity_after",
+    "lag_growth_msgs_per_s_before",
+    "lag_growth_msgs_per_s_after",
+    "clients_needed",
+    "keeps_up",
 }
 
 
@@ -46,10 +57,12 @@ def format_cell(value: object) -> str:
 
 
 def shown_columns(
-    rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]
+    rows: Sequence[Mapping[str, object]],
+    columns: Sequence[tuple[str, str]],
+    optional: frozenset[str] | set[str] = OPTIONAL,
 ) -> list[tuple[str, str]]:
-    """``columns`` less the OPTIONAL ones no row has a value for."""
-    return [(k, t) for k, t in columns if k not in OPTIONAL or any(r.get(k) is not None for r in rows)]
+    """``columns`` less the ``optional`` ones no row has a value for."""
+    return [(k, t) for k, t in columns if k not in optional or any(r.get(k) is not None for r in rows)]
 
 
 def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[tuple[str, str]]) -> str:
@@ -97,6 +110,10 @@ COMPARISON_COLUMNS = (
     ("most_clients_without_messages", "w/o msgs (most)"),
     ("most_stranded_msgs_per_s", "stranded msgs/s"),
     ("stranded_backlog_after", "stranded backlog"),
+    ("clients_over_capacity_before", "over capacity before"),
+    ("clients_over_capacity_after", "after"),
+    ("lag_growth_msgs_per_s_before", "lag growth before"),
+    ("lag_growth_msgs_per_s_after", "after"),
 )
 
 
@@ -112,6 +129,8 @@ RECOMMENDATION_COLUMNS = (
     ("pop_max_message_share", "its max share"),
     ("one_library_multi_owned", "one library: read twice"),
     ("one_library_unassigned", "by none"),
+    ("clients_needed", "clients needed"),
+    ("keeps_up", "keeps up"),
 )
 
 

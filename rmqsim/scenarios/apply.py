@@ -259,8 +259,16 @@ def _set_rebalance(step: sc.SetRebalance, tables: Snapshot) -> Snapshot:
     return _set_group_columns(step.group, updates, tables)
 
 
-def _set_group_columns(group: str, updates: dict[str, object], tables: Snapshot) -> Snapshot:
-    """The groups rows of ``group`` (a name, or all) with ``updates`` (None: unchanged)."""
+def _designate(step: sc.Designate, tables: Snapshot) -> Snapshot:
+    ips = None if step.ips is None else list(step.ips)
+    return _set_group_columns(step.group, {"designated_ips": ips}, tables, nulls=step.ips is None)
+
+
+def _set_group_columns(
+    group: str, updates: dict[str, object], tables: Snapshot, *, nulls: bool = False
+) -> Snapshot:
+    """The groups rows of ``group`` (a name, or all) with ``updates`` (None: unchanged, or with
+    ``nulls``, set to null)."""
     groups = tables.groups
     names = (group,) if group != sc.ALL else sc.ALL
     # Groups without a groups row run with the defaults: give the named ones a row to change.
@@ -272,7 +280,7 @@ def _set_group_columns(group: str, updates: dict[str, object], tables: Snapshot)
     groups = _union(groups, new)
     chosen = _named(groups["group"], names)
     for column, value in updates.items():
-        if value is None or column not in groups.schema.names:
+        if (value is None and not nulls) or column not in groups.schema.names:
             continue
         literal = pa.scalar(value, groups.schema.field(column).type)
         groups = _with_column(
@@ -350,6 +358,7 @@ APPLY: dict[type, Callable] = {
     sc.StaleView: lambda step, tables: tables,  # the state stays; only some clients' view differs
     sc.SetTraffic: _set_traffic,
     sc.SetBrokerLatency: _set_broker_latency,
+    sc.Designate: _designate,
 }
 
 

@@ -19,6 +19,7 @@ from rmqsim.scenarios.parse import (
     BrokerUp,
     ConsumersJoin,
     ConsumersLeave,
+    Designate,
     RemoveBrokers,
     Scenario,
     SetBrokerLatency,
@@ -214,6 +215,10 @@ def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
         _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
 
 
+def _check_designate(step: Designate, names: _Names, where: str, kind: str) -> None:
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+
+
 def _check_strategy(step: SetStrategy | SetRebalance, names: _Names, where: str, kind: str) -> None:
     if step.group != ALL:
         _require(names.groups, [step.group], where, f"{kind}.group", "group")
@@ -230,6 +235,7 @@ _CHECKS: dict[type, Callable] = {
     SetStrategy: _check_strategy,
     SetRebalance: _check_strategy,
     StaleView: _check_stale,
+    Designate: _check_designate,
     SetTraffic: _check_traffic,
     SetBrokerLatency: _check_brokers,
 }

@@ -7,6 +7,7 @@ group or client that does not exist at that point is an InputError before the si
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -123,6 +124,15 @@ class SetBrokerLatency:
     send_latency_ms: float | None
 
 
+@dataclass(frozen=True)
+class Designate:
+    """The machines (IPs) that may consume ``group`` from this phase on (docs/CONTRACT.md, 2d);
+    None ends the designation."""
+
+    group: str
+    ips: tuple[str, ...] | None
+
+
 Step = (
     AddBrokers
     | RemoveBrokers
@@ -136,6 +146,7 @@ Step = (
     | StaleView
     | SetTraffic
     | SetBrokerLatency
+    | Designate
 )
 
 KINDS: dict[str, type] = {
@@ -151,6 +162,7 @@ KINDS: dict[str, type] = {
     "stale_view": StaleView,
     "set_traffic": SetTraffic,
     "set_broker_latency": SetBrokerLatency,
+    "designate": Designate,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # What a stale view can follow: a step that changes what clients see (a new strategy is a restart).
@@ -250,7 +262,7 @@ def _required(cls: type, name: str) -> bool:
     return f.default is MISSING and f.default_factory is MISSING
 
 
-_LISTS = {"names", "client_ids", "consumer_idcs"}
+_LISTS = {"names", "client_ids", "consumer_idcs", "ips"}
 _ALL_OR_LIST = {"topics", "brokers"}
 _INTS = {
     "read_queue_nums",
@@ -263,7 +275,7 @@ _INTS = {
 }
 _FRACTIONS = {"fraction"}
 _RATES = {"msgs_per_s", "factor", "send_latency_ms"}  # numbers, not negative
-_NULLABLE = {"send_latency_ms"}  # null means "clear it"
+_NULLABLE = {"send_latency_ms", "ips"}  # null means "clear it"
 
 
 def _coerce(key: str, value: object, where: str, kind: str) -> object:
@@ -273,7 +285,7 @@ def _coerce(key: str, value: object, where: str, kind: str) -> object:
             return ALL
         return _names(value, where, label)
     if key in _LISTS:
-        return _names(value, where, label)
+        return None if value is None and key in _NULLABLE else _names(value, where, label)
     if key in _INTS:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(where, label, f"expected an integer, got {value!r}")
@@ -320,14 +332,28 @@ def _check_step(step: Step, where: str, kind: str) -> None:
     if isinstance(step, StaleView):
         fraction = step.fraction
         _check_who(step.client_ids, "fraction", fraction, fraction is not None and not 0 < fraction <= 1, bad)
-    if isinstance(step, SetStrategy):
-        _check_set_strategy(step, bad)
-    if isinstance(step, SetRebalance):
-        _check_set_rebalance(step, bad)
+    check = _STEP_CHECKS.get(type(step))
+    if check is not None:
+        check(step, bad)
     if isinstance(step, SetTraffic) and (step.msgs_per_s is None) == (step.factor is None):
         raise bad("msgs_per_s", "give either msgs_per_s or factor")
     if isinstance(step, ConsumersJoin) and step.language is not None:
         _check_one_of(bad, "language", step.language, LANGUAGES)
+
+
+def _check_designate(step: Designate, bad: Callable[[str, str], InputError]) -> None:
+    for ip in step.ips or ():
+        if not is_ip(ip):
+            raise bad("ips", f"{ip!r} is not an IP address")
+
+
+def is_ip(text: str) -> bool:
+    """An IPv4 or IPv6 address as a client id's part before '@' holds it."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_one_of(
@@ -366,3 +392,11 @@ def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]
             "message_model",
             f"unknown message_model {step.message_model!r}; expected one of {', '.join(MESSAGE_MODELS)}",
         )
+
+
+# Value checks of one step kind each (the others need none beyond _check_step's).
+_STEP_CHECKS: dict[type, Callable] = {
+    SetStrategy: _check_set_strategy,
+    SetRebalance: _check_set_rebalance,
+    Designate: _check_designate,
+}

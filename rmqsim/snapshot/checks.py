@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from rmqsim.arrays import combined
 from rmqsim.producers.versions import classify_versions
+from rmqsim.scenarios.parse import is_ip
 from rmqsim.schemas import (
     LANGUAGES,
     MESSAGE_MODELS,
@@ -215,8 +216,51 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
                 _concat("topic '", consumers["topic"], "' has no route (no topic_queues row)"),
             ),
             (pc.is_valid(problem), _concat("group '", consumers["group"], "' is not simulated: ", problem)),
+            *_rate_rules(consumers, "capacity_msgs_per_s"),
+            _disagreeing(rows, "capacity_msgs_per_s", pc.is_valid(consumers["capacity_msgs_per_s"])),
+            _disagreeing(rows, "designated_aware", pc.is_valid(consumers["designated_aware"])),
         ],
     )
+
+
+def _disagreeing(rows: _Rows, column: str, given: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """A rule for a per-process value (section 2d) that rows of one (group, client_id) must agree
+    on: each row whose given value differs from the first given one (in JSON order) is rejected,
+    naming both; a client's value is never averaged or picked silently."""
+    table = rows.table
+    n = table.num_rows
+    given = pc.fill_null(combined(given), False).to_numpy(zero_copy_only=False)
+    reason = np.full(n, None, dtype=object)
+    at = np.flatnonzero(given)
+    if len(at) > 1:
+        sub = table.take(pa.array(at))
+        order = pc.sort_indices(
+            pa.table(
+                {
+                    "group": sub["group"],
+                    "client_id": sub["client_id"],
+                    "_json": row_json(sub.select(rows.shown)),
+                }
+            ),
+            sort_keys=[("group", "ascending"), ("client_id", "ascending"), ("_json", "ascending")],
+        ).to_numpy()
+        key = _joined(sub.take(pa.array(order)), ["group", "client_id"])
+        start = np.r_[True, key[1:] != key[:-1]]
+        first = order[np.maximum.accumulate(np.where(start, np.arange(len(order)), 0))]
+        values = combined(sub[column]).to_numpy(zero_copy_only=False)
+        differ = values[order] != values[first]
+        texts = combined(sub[column]).to_pylist()
+        for i, f in zip(order[differ], first[differ]):  # only the rows rejected
+            reason[at[i]] = (
+                f"{column} {texts[i]!r} disagrees with {texts[f]!r} on another row of this client "
+                "in this group: it is the process's, over all its topics"
+            )
+    return pa.array(reason != None), pa.array(reason, pa.string())  # noqa: E711
+
+
+def _joined(table: pa.Table, columns: list[str]) -> np.ndarray:
+    parts = [pc.fill_null(pc.cast(combined(table[c]), pa.string()), "\x01") for c in columns]
+    return pc.binary_join_element_wise(*parts, "\x00").to_numpy(zero_copy_only=False)
 
 
 def _check_queue_config(rows: _Rows) -> _Split:
@@ -363,12 +407,28 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
         _unknown_value("message_model", groups["message_model"], MESSAGE_MODELS),
         _unknown_value("rebalance", groups["rebalance"], REBALANCES, lower=True),
         _unknown_value("request_mode", groups["request_mode"], REQUEST_MODES),
+        *(pc.if_else(bad, reason, _NULL) for bad, reason in _rate_rules(groups, "capacity_msgs_per_s")),
+        _not_ips(groups["designated_ips"]),
     ]
     if configured_strategies:
         strategy = normalised(pc.coalesce(groups["strategy"], "AVG"))
         known = pc.is_in(strategy, value_set=pa.array(list(STRATEGIES), pa.string()))
         problems.append(pc.if_else(known, _NULL, _concat("unknown strategy '", strategy, "'")))
     return combined(pc.coalesce(*problems))
+
+
+def _not_ips(lists) -> pa.Array:
+    """Why a designated_ips list holds something that is not an IP address (the first such
+    entry), or null."""
+    lists = combined(lists)
+    flat = pc.list_flatten(lists)
+    row = pc.list_parent_indices(lists).to_numpy()
+    reason = np.full(len(lists), None, dtype=object)
+    texts = flat.to_pylist()
+    for i in range(len(texts) - 1, -1, -1):  # the first bad entry of a row wins
+        if texts[i] is None or not is_ip(texts[i]):
+            reason[row[i]] = f"designated_ips entry {texts[i]!r} is not an IP address"
+    return pa.array(reason, pa.string())
 
 
 def _unknown_value(name: str, value, allowed: Sequence[str], *, lower: bool = False) -> pa.Array:

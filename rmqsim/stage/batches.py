@@ -40,6 +40,10 @@ OPTIONAL = (
     "queue_inflow",
     "stranded_inflow",
     "drained_queues",
+    "client_capacities",
+    "designated_ips",
+    "client_designated_aware",
+    "drain_target_s",
 )
 
 
@@ -52,6 +56,7 @@ class RouteParams:
     client_offsets: np.ndarray
     queue_broker_index: np.ndarray  # each flat queue's index into the rows' flat broker lists
     queue_backlog: np.ndarray
+    queue_counts: np.ndarray  # per row: its mqAll's length
     queue_previous_owner: None = None  # STICKY's memory is per phase: stage.sticky_memory
 
     @cached_property
@@ -78,6 +83,44 @@ class RouteParams:
     @cached_property
     def client_config(self) -> ConfigLists:
         return config_lists(self.rows, self.client_offsets)
+
+    @cached_property
+    def queue_inflow(self) -> np.ndarray | None:
+        """RATE_BALANCED's weights: messages per second per flat queue (None without traffic)."""
+        if not has_traffic(self.rows).any():
+            return None
+        return _flat_inflow(self.rows, self.queue_counts)
+
+    @cached_property
+    def client_capacity(self) -> np.ndarray | None:
+        """RATE_BALANCED's capacities per flat client, NaN where unknown (None: none known)."""
+        capacity = client_capacities(self.rows, self.client_offsets)
+        return None if np.isnan(capacity).all() else capacity
+
+
+def client_capacities(rows: pa.RecordBatch, client_offsets: np.ndarray) -> np.ndarray:
+    """Each flat client's capacity in messages per second (section 2d), NaN where unknown."""
+    out = np.full(int(client_offsets[-1]), np.nan)
+    column = rows.column("client_capacities")
+    if column.null_count == len(column):
+        return out
+    valid = np.repeat(pc.is_valid(column).to_numpy(zero_copy_only=False), np.diff(client_offsets))
+    flat = pc.list_flatten(column)
+    if len(flat) != valid.sum():
+        raise ValueError("client_capacities must hold one capacity per client id")
+    out[valid] = pc.fill_null(flat, np.nan).to_numpy(zero_copy_only=False)
+    return out
+
+
+def client_designated_aware(rows: pa.RecordBatch, client_offsets: np.ndarray) -> np.ndarray:
+    """Whether each flat client runs the designated-machines code (section 2d; null: it does)."""
+    out = np.ones(int(client_offsets[-1]), dtype=bool)
+    column = rows.column("client_designated_aware")
+    if column.null_count == len(column):
+        return out
+    valid = np.repeat(pc.is_valid(column).to_numpy(zero_copy_only=False), np.diff(client_offsets))
+    out[valid] = pc.fill_null(pc.list_flatten(column), True).to_numpy(zero_copy_only=False)
+    return out
 
 
 def config_lists(rows: pa.RecordBatch, client_offsets: np.ndarray) -> ConfigLists:
@@ -121,6 +164,7 @@ def to_batch(rows: pa.RecordBatch) -> GroupBatch:
         client_offsets=client_offsets,
         queue_broker_index=np.repeat(np.arange(len(nums), dtype=np.int64), nums),
         queue_backlog=queue_backlogs(rows, batch),
+        queue_counts=batch.queue_counts,
     )
     return replace(batch, params=params)
 
@@ -204,16 +248,20 @@ def has_traffic(rows: pa.RecordBatch) -> np.ndarray:
 
 def queue_inflow(rows: pa.RecordBatch, batch: GroupBatch) -> np.ndarray:
     """Messages per second into every flat queue of ``batch`` (mqAll order), 0 where unknown."""
-    out = np.zeros(len(batch.queue_id))
+    return _flat_inflow(rows, batch.queue_counts)
+
+
+def _flat_inflow(rows: pa.RecordBatch, queue_counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(int(queue_counts.sum()))
     column = rows.column("queue_inflow")
     if column.null_count == len(column) or not len(out):
         return out
     lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
     known = pc.is_valid(column).to_numpy(zero_copy_only=False)
-    if not (lengths[known] == batch.queue_counts[known]).all():
+    if not (lengths[known] == queue_counts[known]).all():
         raise ValueError("queue_inflow must hold one rate per queue of mqAll")
     flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-    out[np.repeat(known, batch.queue_counts)] = flat
+    out[np.repeat(known, queue_counts)] = flat
     return out
 
 

@@ -12,6 +12,8 @@
   client (strategies.proxy); where the proxy's answer fails, the client keeps what it had;
 - a BROADCASTING group: no balancing, every client reads every queue, whatever the strategy;
 - STICKY: the strategy, phase after phase, from the assignment it made before (stage.sticky_memory);
+- a designated group: the designated-aware clients compute over the designated machines only
+  (stage.designated);
 - a stale_view phase: the stale clients keep what they computed from their old view (stage.stale_views).
 """
 
@@ -34,6 +36,7 @@ from rmqsim.stage.batches import (
     rows_by_strategy,
     to_batch,
 )
+from rmqsim.stage.designated import with_designation
 from rmqsim.stage.kept_answers import with_kept_answers
 from rmqsim.stage.stale_views import with_stale_views
 from rmqsim.strategies import (
@@ -58,10 +61,15 @@ BROKER_PULL, BROKER_POP, BROKER_KEPT, PROXY, PROXY_KEPT = (
 
 
 def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
-    """Every strategy a row asks for, each run once over all the rows that ask for it.
+    """Every strategy a row asks for, each run once over all the rows that ask for it, then
+    what the clients keep, see of a designation, or remember of a stale view."""
+    out = with_kept_answers(rows, _allocated(rows), answered_null=(BROKER_KEPT, PROXY_KEPT))
+    out = with_designation(rows, out, _allocated)
+    return with_stale_views(rows, out)
 
-    The route and client lists are expanded once per batch, whatever the number of strategies.
-    """
+
+def _allocated(rows: pa.RecordBatch) -> list[Allocated]:
+    """The route and client lists are expanded once per batch, whatever the number of strategies."""
     batch = to_batch(rows)
     everyone = distinct_callers(batch)
     libraries = client_libraries(rows, batch.client_offsets)
@@ -74,8 +82,7 @@ def allocate_rows(rows: pa.RecordBatch) -> list[Allocated]:
         else:
             allocation, errors, computed_by = _on_clients(name, rows, batch, callers, libraries)
             out.append(Allocated(name, batch, callers, allocation, errors, row_ids, computed_by))
-    out = with_kept_answers(rows, out, answered_null=(BROKER_KEPT, PROXY_KEPT))
-    return with_stale_views(rows, out)
+    return out
 
 
 def _on_clients(

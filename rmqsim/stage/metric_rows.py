@@ -16,12 +16,14 @@ import pyarrow as pa
 
 from rmqsim import schemas
 from rmqsim.arrays import take
-from rmqsim.stage import skew
+from rmqsim.stage import capacity, skew
 from rmqsim.stage.allocated import Allocated
 from rmqsim.stage.alternatives import alternatives
 from rmqsim.stage.batches import (
     balancing,
     broadcasting,
+    client_capacities,
+    client_designated_aware,
     has_offsets,
     has_traffic,
     phases_of,
@@ -62,16 +64,90 @@ def metric_rows(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[Metric
     for a in allocated:
         load = Load.of(a, inflow)
         consumers = np.bincount(a.callers.group, minlength=a.batch.n_groups)
+        clients = _clients(a, group_code)
+        keep = _keeping(rows, a, load, clients, offsets_known, traffic_known)
         columns = _group_metric_columns(a, load, offsets_known, alternatives(a, phase, on_client, consumers))
         columns += _traffic_columns(rows, a, load, inflow, traffic_known, offsets_known)
+        columns += _capacity_columns(rows, a, load, clients, keep, inflow, group_code)
         out.append(
             MetricRows(
                 group_metrics=_group_metric_rows(rows, a, columns),
-                consumer_load=_consumer_load_rows(rows, a, load, group_code, offsets_known, traffic_known),
+                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, offsets_known, traffic_known),
                 assignments=_assignment_lists(rows, a),
             )
         )
     return out
+
+
+def _clients(a: Allocated, group_code: np.ndarray) -> capacity.Clients:
+    """The allocation's callers by (scenario, phase, group, client id)."""
+    g = a.callers.group
+    client_code = batch_client_codes(a.batch)[a.callers.client]
+    fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
+    first, client_class, topics = skew.first_of_each(fleet_key)
+    firsts = np.flatnonzero(first)
+    order = np.argsort(client_class[firsts], kind="stable")
+    return capacity.Clients(of_caller=client_class, first=firsts[order], topics=topics)
+
+
+def _keeping(
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    clients: capacity.Clients,
+    offsets_known: np.ndarray,
+    traffic_known: np.ndarray,
+) -> capacity.Keeping:
+    g = a.callers.group
+    caps = client_capacities(rows, a.batch.client_offsets)[a.callers.client[clients.first]]
+    return capacity.keeping(
+        clients.summed(load.msgs),
+        clients.summed(load.backlog),
+        caps,
+        msgs_known=clients.summed(traffic_known[g]) > 0,
+        backlog_known=clients.summed(offsets_known[g]) > 0,
+    )
+
+
+def _capacity_columns(
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    clients: capacity.Clients,
+    keep: capacity.Keeping,
+    inflow: np.ndarray | None,
+    group_code: np.ndarray,
+) -> list[pa.Array]:
+    """section 2d's group_metrics figures, one value per group of the batch; null without capacity
+    or traffic; and the clients still on the stock strategy where the group is designated."""
+    batch = a.batch
+    n = batch.n_groups
+    figures = capacity.per_topic(keep, clients, a.callers.group, load.msgs, n)
+    rate = inflow if inflow is not None else np.zeros(len(batch.queue_id))
+    row_inflow = np.bincount(batch.queue_group, weights=rate, minlength=n)
+    row_backlog = np.bincount(batch.queue_group, weights=batch.params.queue_backlog, minlength=n)
+    target = rows.column("drain_target_s").to_numpy(zero_copy_only=False)
+    target = float(target[0]) if len(target) and target[0] is not None and np.isfinite(target[0]) else 3600.0
+    needed = capacity.clients_needed(
+        group_code[:n],
+        row_inflow,
+        row_backlog,
+        group_code[a.callers.group[clients.first]],
+        keep.capacity,
+        target,
+    )
+    unknown = ~figures.known
+    designated = rows.column("designated_ips").is_valid().to_numpy(zero_copy_only=False)
+    aware = client_designated_aware(rows, batch.client_offsets)[a.callers.client]
+    unaware = np.bincount(a.callers.group, weights=~aware, minlength=n)
+    return [
+        _longs(figures.over, unknown),
+        _doubles(figures.growth, unknown),
+        _doubles(figures.max_ratio, unknown),
+        _doubles(figures.drain, unknown),
+        _longs(np.nan_to_num(needed), unknown | np.isnan(needed)),
+        _longs(unaware, ~designated),
+    ]
 
 
 @dataclass(frozen=True)
@@ -238,38 +314,38 @@ def _consumer_load_rows(
     rows: pa.RecordBatch,
     a: Allocated,
     load: Load,
-    group_code: np.ndarray,
+    clients: capacity.Clients,
+    keep: capacity.Keeping,
     offsets_known: np.ndarray,
     traffic_known: np.ndarray,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group, client): its load over every topic of the group it reads."""
     batch, callers = a.batch, a.callers
     g = callers.group
-    client_code = batch_client_codes(batch)[callers.client]
-    fleet_key = group_code[g] * (int(client_code.max(initial=0)) + 1) + client_code
-    first, client_class, topics = skew.first_of_each(fleet_key)
-    firsts = np.flatnonzero(first)
-    cls = client_class[firsts]
-
-    def summed(values: np.ndarray) -> np.ndarray:
-        return np.bincount(client_class, weights=values)[cls]
-
+    firsts = clients.first
+    summed = clients.summed
     # A client's load has a backlog where any of its topics has offsets, not only its first.
-    no_offsets = ~(np.bincount(client_class, weights=offsets_known[g]) > 0)[cls]
-    no_traffic = ~(np.bincount(client_class, weights=traffic_known[g]) > 0)[cls]
+    no_offsets = ~(summed(offsets_known[g]) > 0)
+    no_traffic = ~(summed(traffic_known[g]) > 0)
     scenario, phase, strategy, _, group = _keys(rows, a.strategy, g[firsts])
+    unknown = ~keep.known
     columns = [
         scenario,
         phase,
         strategy,
         group,
         take(batch.client_ids, callers.client[firsts]),
-        pa.array(topics[cls].astype(np.int64), type=pa.int64()),
+        pa.array(clients.topics.astype(np.int64), type=pa.int64()),
         pa.array(summed(load.queues).astype(np.int64), type=pa.int64()),
         pa.array(summed(load.backlog).astype(np.int64), mask=no_offsets, type=pa.int64()),
         pa.array(summed(load.message_share), type=pa.float64()),
         pa.array(summed(load.backlog_share), mask=no_offsets, type=pa.float64()),
         pa.array(summed(load.msgs), mask=no_traffic, type=pa.float64()),
+        _doubles(np.nan_to_num(keep.capacity), np.isnan(keep.capacity)),
+        _doubles(keep.load_over_capacity, unknown),
+        pa.array(keep.over, mask=unknown, type=pa.bool_()),
+        _doubles(keep.growth, unknown),
+        _doubles(keep.drain, unknown),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW)
 

@@ -238,11 +238,16 @@ def client_lists(
     *,
     queue_config: pa.Table | None = None,
     languages: bool = False,
+    capacities: bool = False,
+    designation: bool = False,
     by: Sequence[str] = (),
 ) -> pa.Table:
     """One row per (topic, group) and ``by`` key: ``client_ids`` in Java order, duplicates kept
     as reported, with each client's machine room, CONFIG list (null without queue_config rows) and
-    library (null unless ``languages``: the consumers table has a language column) alongside.
+    library (null unless ``languages``: the consumers table has a language column) alongside;
+    with ``capacities``, each client's capacity (its column ``capacity_msgs_per_s``, the group's
+    default already filled in: with_group_capacities), and with ``designation``, whether it runs
+    the designated-machines code (null: it does).
 
     Without a queue_config table ``client_configs`` is null for the whole row, and so is
     ``client_languages`` without languages: a list of nulls per client costs more to hand to
@@ -259,15 +264,19 @@ def client_lists(
         consumers = consumers.append_column("_language", normalised(consumers["language"]))
         lists["client_languages"] = "_language"
         order.append("_language")
+    if capacities:
+        lists["client_capacities"] = "capacity_msgs_per_s"
+    if designation:
+        consumers = consumers.append_column("_aware", pc.fill_null(consumers["designated_aware"], True))
+        lists["client_designated_aware"] = "_aware"
     consumers = consumers.append_column("_key", java_order(consumers["client_id"]))
     out = _collect(consumers, [*by, "topic", "group"], lists, order=order)
-    types = {
-        c: ROUTES.field(c).type for c in ("client_ids", "client_rooms", "client_configs", "client_languages")
-    }
+    per_client = ("client_configs", "client_languages", "client_capacities", "client_designated_aware")
+    types = {c: ROUTES.field(c).type for c in ("client_ids", "client_rooms", *per_client)}
     if queue_config is not None:
         # A client's CONFIG list holds no null entry.
         types["client_configs"] = _list(CLIENT_CONFIG)
-    for absent in ("client_configs", "client_languages"):
+    for absent in per_client:
         if absent not in lists:
             out = out.append_column(absent, pa.nulls(out.num_rows, types[absent]))
     keys = [out.schema.field(k) for k in (*by, "topic", "group")]
@@ -275,6 +284,17 @@ def client_lists(
 
 
 # ------------------------------------------------------------------ strategies
+
+
+def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[str] = ()) -> pa.Table:
+    """consumers with each client's capacity: its own, else its group's (docs/CONTRACT.md, 2d)."""
+    defaults = pa.table(
+        {**{k: groups[k] for k in (*by, "group")}, "_group_capacity": groups["capacity_msgs_per_s"]}
+    )
+    joined = _left_join(consumers, defaults, [*by, "group"])
+    filled = pc.coalesce(joined["capacity_msgs_per_s"], joined["_group_capacity"])
+    at = joined.column_names.index("capacity_msgs_per_s")
+    return joined.set_column(at, "capacity_msgs_per_s", filled).drop_columns(["_group_capacity"])
 
 
 def normalised_strategy(groups: pa.Table) -> pa.Array:
@@ -304,6 +324,7 @@ def with_strategies(
             "_request_mode": normalised(groups["request_mode"]),
             "_pop_share_queue_num": groups["pop_share_queue_num"],
             "_consume_orderly": groups["consume_orderly"],
+            "_designated_ips": groups["designated_ips"],
         }
     )
     joined = _left_join(client_lists, params, [*by, "group"])
@@ -321,6 +342,7 @@ def with_strategies(
         "inner_strategy": pc.coalesce(joined["_inner_strategy"], "AVG"),
         "message_model": pc.coalesce(joined["_message_model"], "CLUSTERING"),
         "balancing": _balancing(joined, null=not balancing),
+        "designated_ips": joined["_designated_ips"],
     }
     out = joined.select(client_lists.column_names)
     for name, column in added.items():
@@ -451,6 +473,7 @@ def group_routes(
     stale_views: pa.Table | None = None,
     masters: bool = True,
     inflow: pa.Table | None = None,
+    drain_target_s: float | None = None,
 ) -> pa.Table:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists (with
     their strategies: with_strategies) and routes: a group's clients beside its topic's route;
@@ -463,7 +486,8 @@ def group_routes(
     an earlier one.
     ``masters``: keep ``broker_masters`` (null otherwise). ``inflow``: stage.inflow's topic_inflow,
     each (scenario, phase, topic)'s queue_inflow, stranded_inflow and drained_queues (null without
-    traffic).
+    traffic). ``drain_target_s``: the seconds a backlog should drain within (section 2d), on
+    every row (null: no capacity figures).
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
     df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
@@ -484,6 +508,7 @@ def group_routes(
     scenarios = sorted(last_phase)
     at = pc.index_in(df["scenario"], pa.array(scenarios, pa.string()))
     columns["last_phase"] = pa.array([last_phase[s] for s in scenarios], pa.int32()).take(at)
+    columns["drain_target_s"] = pa.repeat(pa.scalar(drain_target_s, pa.float64()), df.num_rows)
     if not masters:
         # Only the proxy reads whether a broker's master is up: null unless a group may need it.
         columns["broker_masters"] = pa.nulls(df.num_rows, ROUTES.field("broker_masters").type)

@@ -77,6 +77,14 @@ class Params(Protocol):
         """int64 per flat queue: LAG_BALANCED's backlog (0 where unknown)."""
 
     @property
+    def queue_inflow(self) -> np.ndarray | None:
+        """float64 per flat queue: RATE_BALANCED's messages per second (None: no rates)."""
+
+    @property
+    def client_capacity(self) -> np.ndarray | None:
+        """float64 per flat client: RATE_BALANCED's capacity, NaN where unknown (None: none known)."""
+
+    @property
     def queue_previous_owner(self) -> np.ndarray | None:
         """int64 per flat queue: STICKY's previous owner, a cidAll position within the group, or -1."""
 
@@ -92,6 +100,8 @@ class ParamValues:
     client_room: Strings | None = None
     client_config: ConfigLists | np.ndarray | None = None
     queue_backlog: np.ndarray | None = None
+    queue_inflow: np.ndarray | None = None
+    client_capacity: np.ndarray | None = None
     queue_previous_owner: np.ndarray | None = None
 
 

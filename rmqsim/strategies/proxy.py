@@ -6,7 +6,8 @@ No queue is exclusive: every client is handed, for every readable QueueData of a
 broker's queues, and the work is split per message. An orderly group is handed every read queue
 of those brokers instead. The proxy builds each assignment with the broker's master (id 0): where a
 broker is alive only through a slave, that fails and the whole answer with it: the proxy answers
-nothing and the client keeps what it had (``null_result``).
+nothing and the client keeps what it had (``null_result``). So it does where the topic has no
+readable queue: the proxy answers FORBIDDEN.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ NAME = "PROXY"
 # How group_metrics.error reports a failed answer: the client keeps what it had.
 ANSWERS_NULL = "the proxy's answer fails, so the client keeps what it had: "
 NO_MASTER_BEFORE, NO_MASTER_AFTER = "broker '", "' is alive only through a slave"
+FORBIDDEN = "the topic has no readable queue: the proxy answers FORBIDDEN"
 
 
 def answer(
@@ -40,6 +42,9 @@ def answer(
     k = np.flatnonzero(failed[g])
     brokers = pd.Series(as_objects(take(batch.queue_broker, first_dead[g[k]])), dtype=object)
     reason[k] = (NO_MASTER_BEFORE + brokers + NO_MASTER_AFTER).to_numpy()
+    unreadable = batch.queue_counts == 0
+    failed |= unreadable
+    reason[unreadable[g]] = FORBIDDEN
     ok = np.flatnonzero(~failed[g])
     per_queue = np.flatnonzero(orderly[g[ok]])
     per_broker = np.flatnonzero(~orderly[g[ok]])

@@ -16,6 +16,7 @@ from rmqsim.strategies import (
     lag_balanced,
     machine_room,
     machine_room_nearby,
+    rate_balanced,
     sticky,
 )
 from rmqsim.strategies.batch import Allocation, Callers, GroupBatch, caller_errors
@@ -59,6 +60,7 @@ STRATEGIES: Mapping[str, Strategy] = {
         # rmqsim's own: what a client-side strategy that remembers the last assignment could do.
         Strategy(sticky.NAME, sticky.allocate),
         Strategy(lag_balanced.NAME, lag_balanced.allocate),
+        Strategy(rate_balanced.NAME, rate_balanced.allocate),
     )
 }
 

@@ -1,0 +1,136 @@
+"""Whether each client keeps up (docs/CONTRACT.md, section 2d): its messages per second against its
+capacity, over all its topics in the group, and what that means per (topic, group).
+
+A client process consumes at most its capacity c over its topics. With m messages per second
+reaching it and a backlog b: its lag grows by max(0, m - c) per second, and its backlog drains in
+b / (c - m) seconds where c > m (0 where b is 0; never where m >= c and b > 0). A group needs
+ceil((its inflow + its backlog / the drain target) / its clients' mean capacity) clients to keep
+up and drain within the target. Pure numpy over one allocation's callers, no loop over groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Clients:
+    """One allocation's callers by client: a caller per (topic row, client), a client per (scenario,
+    phase, group, client id). ``first``: the caller that speaks for each client."""
+
+    of_caller: np.ndarray  # the client of each caller
+    first: np.ndarray  # per client: a caller of it
+    topics: np.ndarray  # per client: its topics (callers)
+
+    @property
+    def n(self) -> int:
+        return len(self.first)
+
+    def summed(self, per_caller: np.ndarray) -> np.ndarray:
+        return np.bincount(self.of_caller, weights=per_caller, minlength=self.n)
+
+
+@dataclass(frozen=True)
+class Keeping:
+    """Per client: capacity (NaN: unknown), load over capacity, whether above it, lag growth, drain
+    seconds (NaN: never, or unknown), and whether it never drains."""
+
+    capacity: np.ndarray
+    load_over_capacity: np.ndarray
+    over: np.ndarray
+    growth: np.ndarray
+    drain: np.ndarray
+    never: np.ndarray
+    known: np.ndarray  # capacity and messages known: the figures mean something
+
+
+def keeping(
+    msgs: np.ndarray,
+    backlog: np.ndarray,
+    capacity: np.ndarray,
+    *,
+    msgs_known: np.ndarray,
+    backlog_known: np.ndarray,
+) -> Keeping:
+    """The figures of section 2d per client, from its messages per second, backlog and capacity."""
+    known = np.isfinite(capacity) & msgs_known
+    c = np.where(known, capacity, 0.0)
+    m = np.where(known, msgs, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(known & (c > 0), m / np.where(c > 0, c, 1.0), np.nan)
+        spare = c - m
+        drains = known & backlog_known & ((backlog == 0) | (spare > 0))
+        drain = np.where(
+            drains, np.where(backlog == 0, 0.0, backlog / np.where(spare > 0, spare, 1.0)), np.nan
+        )
+    return Keeping(
+        capacity=np.where(np.isfinite(capacity), capacity, np.nan),
+        load_over_capacity=ratio,
+        over=known & (m > c),
+        growth=np.where(known, np.maximum(m - c, 0.0), np.nan),
+        drain=drain,
+        never=known & backlog_known & (backlog > 0) & (spare <= 0),
+        known=known,
+    )
+
+
+@dataclass(frozen=True)
+class TopicFigures:
+    """Per (topic, group) row of a batch: section 2d's group_metrics figures (NaN / -1: null)."""
+
+    over: np.ndarray
+    growth: np.ndarray
+    max_ratio: np.ndarray
+    drain: np.ndarray
+    known: np.ndarray
+
+
+def per_topic(
+    keep: Keeping, clients: Clients, caller_row: np.ndarray, caller_msgs: np.ndarray, n_rows: int
+) -> TopicFigures:
+    """Each row's clients as section 2d counts them: those over capacity, the lag growth this topic
+    causes (each client's growth shared over its topics in proportion to their messages), the
+    highest load over capacity, and the longest drain (NaN where one never drains)."""
+    cls = clients.of_caller
+    total = clients.summed(caller_msgs)[cls]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        part = np.where(total > 0, caller_msgs / np.where(total > 0, total, 1.0), 0.0)
+    known = np.bincount(caller_row, weights=keep.known[cls], minlength=n_rows) > 0
+    ratio = np.where(np.isnan(keep.load_over_capacity[cls]), -np.inf, keep.load_over_capacity[cls])
+    drain = np.where(np.isnan(keep.drain[cls]), -np.inf, keep.drain[cls])
+    max_ratio, max_drain = np.full(n_rows, -np.inf), np.full(n_rows, -np.inf)
+    np.maximum.at(max_ratio, caller_row, ratio)
+    np.maximum.at(max_drain, caller_row, drain)
+    unknown_drain = np.bincount(caller_row, weights=np.isnan(keep.drain[cls]), minlength=n_rows) > 0
+    return TopicFigures(
+        over=np.bincount(caller_row, weights=keep.over[cls], minlength=n_rows),
+        growth=np.bincount(caller_row, weights=np.nan_to_num(keep.growth[cls]) * part, minlength=n_rows),
+        max_ratio=np.where(np.isfinite(max_ratio), max_ratio, np.nan),
+        drain=np.where(unknown_drain | ~np.isfinite(max_drain), np.nan, max_drain),
+        known=known,
+    )
+
+
+def clients_needed(
+    group_of_row: np.ndarray,
+    row_inflow: np.ndarray,
+    row_backlog: np.ndarray,
+    group_of_client: np.ndarray,
+    capacity: np.ndarray,
+    drain_target_s: float,
+) -> np.ndarray:
+    """Per row, its whole group's clients needed (NaN where no capacity is known):
+    ceil((inflow + backlog / target) / mean capacity), over the group's rows and distinct clients."""
+    n = int(max(group_of_row.max(initial=-1), group_of_client.max(initial=-1))) + 1
+    inflow = np.bincount(group_of_row, weights=row_inflow, minlength=n)
+    backlog = np.bincount(group_of_row, weights=row_backlog, minlength=n)
+    known = np.isfinite(capacity)
+    total = np.bincount(group_of_client, weights=np.where(known, capacity, 0.0), minlength=n)
+    counted = np.bincount(group_of_client, weights=known, minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = total / counted
+        need = np.ceil((inflow + backlog / drain_target_s) / mean)
+    need = np.where((counted > 0) & (mean > 0), need, np.nan)
+    return need[group_of_row]
