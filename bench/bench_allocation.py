@@ -35,17 +35,16 @@ from bench_simulate import (
     timed,
     write_client_tables,
 )
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from rmqsim import config, session, simulate
 from rmqsim.stage import tasks
 
 
 def stage_job(
-    spark: SparkSession, staged: DataFrame, out: Path, setting: tuple[str, str] | None = None
+    spark: SparkSession, staged: tasks.StageInput, out: Path, setting: tuple[str, str] | None = None
 ) -> Callable[[], None]:
-    """The allocation stage over the cached routes; ``setting`` applies to this job only."""
+    """The allocation stage over the routes; ``setting`` applies to this job only."""
 
     def job() -> None:
         key, value = setting if setting else (None, None)
@@ -53,7 +52,7 @@ def stage_job(
         if key:
             spark.conf.set(key, value)
         try:
-            write_client_tables(staged, out)
+            write_client_tables(spark, staged, out)
         finally:
             if key and before is None:
                 spark.conf.unset(key)
@@ -102,13 +101,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     out, floor_out = workdir / "allocation-out", workdir / "allocation-floor"
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
     built = simulate.build_group_routes(spark, cfg)
-    staged = tasks.partition_by_group(
-        spark.createDataFrame(built.group_routes),
-        partitions=simulate.allocation_partitions(spark, cfg),
-        absent=built.absent,
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    staged = simulate.stage_input(spark, built, cfg)
     try:
-        routes = staged.count()
+        routes = staged.group_routes.num_rows
         floor = floor_job(spark, out / "assignments", floor_out)
         jobs = {"stage": stage_job(spark, staged, out), "floor": floor}
         if args.compare:
@@ -123,7 +118,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = spark.read.parquet(str(out / "assignments")).count()
         spark_version = spark.version
     finally:
-        staged.unpersist()
         spark.stop()
 
     floor = statistics.median(seconds["floor"])

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from rmqsim import config, schemas, session, simulate
 from rmqsim.sink import open_sink
@@ -107,28 +107,19 @@ def assignments_only_job(
     def job() -> tuple[float, float]:
         start = time.perf_counter()
         built = simulate.build_group_routes(spark, cfg)
-        staged = tasks.partition_by_group(
-            spark.createDataFrame(built.group_routes),
-            partitions=simulate.allocation_partitions(spark, cfg),
-            absent=built.absent,
-        )
-        try:
-            staged = session.checkpoint(staged)  # as simulate.run keeps its routes
-            routed = time.perf_counter()
-            write_client_tables(staged, out)
-            return routed - start, time.perf_counter() - routed
-        finally:
-            session.release(staged)
+        routed = time.perf_counter()
+        write_client_tables(spark, simulate.stage_input(spark, built, cfg), out)
+        return routed - start, time.perf_counter() - routed
 
     return job
 
 
-def write_client_tables(staged: DataFrame, out: Path) -> None:
-    """The allocation stage as simulate runs it on a local output: the Python pass over the
-    checkpointed routes, each task writing its assignments, group_metrics and consumer_load into
-    ``out`` (the arrow sink), in one Spark job."""
-    sink = open_sink(staged.sparkSession, str(out), staged=False)
-    sink.run_stage(staged, ("assignments", "group_metrics", "consumer_load"))
+def write_client_tables(spark: SparkSession, stage: tasks.StageInput, out: Path) -> None:
+    """The allocation stage as simulate runs it on a local output: the routes handed to the tasks
+    as files, each task writing its assignments, group_metrics and consumer_load into ``out`` (the
+    arrow sink), in one Spark job."""
+    sink = open_sink(spark, str(out), staged=False)
+    sink.run_stage(stage, ("assignments", "group_metrics", "consumer_load"))
 
 
 def local_conf(overrides: Sequence[str]) -> dict[str, str]:

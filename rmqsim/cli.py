@@ -309,14 +309,20 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         drain_target_s=getattr(args, "drain_target", 3600.0),
     )
     from rmqsim.sink.directory import RunDirectory
-    from rmqsim.snapshot.load import check_layout
+    from rmqsim.snapshot.load import check_layout, is_local
 
     simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
     if not _remote(args):  # through Spark Connect the paths are the server's
         check_layout(snapshot)
         RunDirectory.check_mode(args.out, cfg.mode)
-    spark = _session(args)
-    result = simulate.run(spark, cfg)
+    if _remote(args) or not is_local(snapshot):
+        result = simulate.run(_session(args), cfg)
+    else:
+        from rmqsim.session import Starting
+
+        starting = Starting(lambda: _session(args))
+        built = simulate.build_group_routes(None, cfg)  # pyarrow alone, while the JVM starts
+        result = simulate.run(starting.result(), cfg, built)
     if result.comparison:
         # Phase 0 is the snapshot in every scenario: its table once, then what each scenario changes.
         first = min(r["scenario"] for r in result.summary)

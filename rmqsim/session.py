@@ -6,7 +6,8 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -72,6 +73,32 @@ def build_session(
     spark.sparkContext.setLogLevel("WARN")
     log.info("Spark %s; resolved configuration:\n%s", spark.version, describe_conf(resolved_conf(spark)))
     return spark
+
+
+class Starting:
+    """A SparkSession being built in a thread of its own, so that the driver's work that needs no
+    JVM (reading and checking a local snapshot, building the routes) runs while the JVM starts:
+    the JVM waits on its own process and pyarrow releases the GIL, so the two overlap. A daemon
+    thread: a run that stops on bad input exits at once, and the JVM goes with its parent."""
+
+    def __init__(self, start: Callable[[], SparkSession]) -> None:
+        self._session: SparkSession | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(start,), name="rmqsim-session", daemon=True)
+        self._thread.start()
+
+    def _run(self, start: Callable[[], SparkSession]) -> None:
+        try:
+            self._session = start()
+        except BaseException as e:  # raised again in the thread that waits for the session
+            self._error = e
+
+    def result(self) -> SparkSession:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._session is not None
+        return self._session
 
 
 def remote_url(remote: str | None = None) -> str | None:

@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from rmqsim import rollups, schemas, session
 from rmqsim.config import SimulateConfig
@@ -63,7 +63,7 @@ class Staged:
     traffic: inflow.Traffic | None = None  # where the messages go, with producers or rates
 
 
-def snapshot_read(spark: SparkSession, config: SimulateConfig) -> Snapshot:
+def snapshot_read(spark: SparkSession | None, config: SimulateConfig) -> Snapshot:
     """The snapshot's tables that this run reads."""
     snapshot = load_snapshot(spark, config.snapshot)
     if config.strategies is not None and "CONFIG" not in config.strategies:
@@ -85,10 +85,11 @@ def with_traffic(snapshot: Snapshot, runs: tuple[parse.Scenario, ...]) -> Snapsh
     )
 
 
-def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
+def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
     in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
-    overhead whatever its size)."""
+    overhead whatever its size). A local snapshot needs no Spark (``spark`` None): the CLI builds
+    the routes while the JVM starts."""
     runs = load_scenarios(config)
     snapshot = snapshot_read(spark, config)
     checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
@@ -181,14 +182,10 @@ def build_group_routes(spark: SparkSession, config: SimulateConfig) -> Staged:
     )
 
 
-def hand_over(spark: SparkSession, built: Staged, config: SimulateConfig) -> DataFrame:
-    """The routes on the executors, partitioned by group over the stage's tasks, computed now and
-    kept: the Spark UI tells this job from the stage's."""
+def stage_input(spark: SparkSession, built: Staged, config: SimulateConfig) -> tasks.StageInput:
+    """The routes for the stage, with the partitions and tasks it runs on."""
     partitions = allocation_partitions(spark, config)
-    group_routes = session.from_arrow(spark, built.group_routes)  # its Arrow types are GROUP_ROUTES'
-    staged = tasks.partition_by_group(group_routes, partitions=partitions, absent=built.absent)
-    with session.job_description(spark, "rmqsim: hand the routes to Spark"):
-        return session.checkpoint(staged)
+    return tasks.StageInput(built.group_routes, built.absent, partitions, config.partitions)
 
 
 def stage_tables(built: Staged) -> tuple[str, ...]:
@@ -196,26 +193,19 @@ def stage_tables(built: Staged) -> tuple[str, ...]:
     return tuple(t for t in schemas.STAGE_TABLES if t != "movement" or built.with_movement)
 
 
-def run(spark: SparkSession, config: SimulateConfig) -> RunResult:
+def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
+    """The whole job; ``built``: build_group_routes(None, config), where the caller built the routes
+    before the session was up."""
     log.info("simulate: %s", config.describe())
     sink = open_sink(spark, config.out, mode=config.mode, kind=config.sink)
-    built = build_group_routes(spark, config)
-    routes = hand_over(spark, built, config)
+    built = built or build_group_routes(spark, config)
     try:
-        partitions = allocation_partitions(spark, config)
-        sink.run_stage(
-            tasks.handed_to_tasks(
-                routes, route_rows=built.group_routes.num_rows, partitions=partitions, tasks=config.partitions
-            ),
-            stage_tables(built),
-        )
+        sink.run_stage(stage_input(spark, built, config), stage_tables(built))
         result = write_rollups(sink, built)
         sink.publish()
     except BaseException:
         sink.abandon()
         raise
-    finally:
-        session.release(routes)
     log.info("simulate: wrote %s with the %s sink", config.out, sink.kind)
     return result
 

@@ -252,3 +252,34 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     capacity = {p.name for p in pngs if p.name.startswith("capacity_")}
     assert capacity == {f"capacity_{n}.png" for n in scenarios}
     assert len(pngs) == 4 + len(capacity) and kinds == {"moved", "load", "messages", "stranded", "capacity"}
+
+
+def test_the_session_starts_in_its_own_thread_and_its_failure_reaches_the_caller() -> None:
+    # The CLI builds the routes while the JVM starts: the session comes from another thread, and a
+    # session that cannot start fails the run where it waits for it, not silently in that thread.
+    import threading
+
+    from rmqsim.session import Starting
+
+    def start():
+        assert threading.current_thread() is not threading.main_thread()
+        raise RuntimeError("no JVM here")
+
+    with pytest.raises(RuntimeError, match="no JVM here"):
+        Starting(start).result()
+    assert Starting(lambda: "a session").result() == "a session"
+
+
+def test_simulate_builds_a_local_snapshot_s_routes_without_spark(tmp_path, monkeypatch) -> None:
+    # Spark is not asked for until the routes are built: a JVM that never comes up leaves the
+    # routes built (and bad input found) all the same.
+    from rmqsim import simulate
+
+    built = []
+    real = simulate.build_group_routes
+    monkeypatch.setattr(
+        simulate, "build_group_routes", lambda spark, cfg: built.append(spark) or real(spark, cfg)
+    )
+    monkeypatch.setattr("rmqsim.cli._session", lambda args: (_ for _ in ()).throw(RuntimeError("no JVM")))
+    assert main(["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert built == [None]

@@ -33,8 +33,7 @@ def _routes(spark, strategies: tuple[str, ...]):
         scenarios=str(sample_scenarios()),
     )
     built = simulate.build_group_routes(spark, config)
-    routes = spark.createDataFrame(built.group_routes)
-    return tasks.partition_by_group(routes, partitions=3, absent=built.absent)
+    return tasks.StageInput(built.group_routes, built.absent, partitions=3, tasks=3)
 
 
 def test_both_sinks_write_the_same_stage_tables(spark, tmp_path) -> None:
@@ -49,11 +48,12 @@ def test_both_sinks_write_the_same_stage_tables(spark, tmp_path) -> None:
     assert spark.read.parquet(str(tmp_path / "arrow" / "movement")).where("moved > 0").count() > 0
     for table in STAGE:
         assert (tmp_path / "arrow" / table / "_SUCCESS").exists()
-    # Three tasks, each with one file in each (scenario, strategy) directory it has rows for.
-    written = sorted(
-        p.name for p in (tmp_path / "arrow" / "assignments").glob("scenario=broker-b-restart/strategy=AVG/*")
-    )
-    assert written == [f"part-{t:05d}.snappy.parquet" for t in range(3)]
+    # Three tasks, each with one file in each (scenario, strategy) directory it has rows for: a
+    # task's number names its files, and no directory holds two of one task.
+    directories = [d for d in (tmp_path / "arrow" / "assignments").glob("scenario=*/strategy=*")]
+    files = [sorted(p.name for p in d.glob("part-*")) for d in directories]
+    assert all(len(names) == len(set(names)) for names in files)
+    assert {name for names in files for name in names} == {f"part-{t:05d}.snappy.parquet" for t in range(3)}
     assert not [p for p in tmp_path.iterdir() if ".tasks-" in p.name]  # the attempts' directory is gone
 
 

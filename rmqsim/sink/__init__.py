@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from rmqsim import session
 from rmqsim.sink.arrow_sink import ArrowSink
 from rmqsim.sink.directory import RunDirectory
 from rmqsim.sink.spark_sink import SparkSink
+from rmqsim.stage.tasks import StageInput
 
 KINDS = ("arrow", "spark")
 
@@ -29,9 +30,9 @@ class Sink(Protocol):
     kind: str
     directory: RunDirectory
 
-    def run_stage(self, routes: DataFrame, tables: Sequence[str]) -> None:
-        """The allocation stage over ``routes`` (stage.tasks.partition_by_group's), its ``tables``
-        (of schemas.STAGE_TABLES) written."""
+    def run_stage(self, stage: StageInput, tables: Sequence[str]) -> None:
+        """The allocation stage over ``stage``'s routes, its ``tables`` (of schemas.STAGE_TABLES)
+        written; each sink hands the routes to the tasks its own way."""
 
     def write(self, name: str, table: pa.Table) -> None:
         """A table the driver holds, written as table ``name`` of schemas.OUTPUTS."""

@@ -4,6 +4,12 @@ others with pyarrow too. Handed back to Spark, the assignment lists became a JVM
 every table a Spark job: several times what pyarrow takes to explode and write the same rows
 (bench/README.md).
 
+The routes reach the tasks as files too: the driver cuts them into runs of whole groups
+(stage.tasks.split_by_group) and writes each as an Arrow file beside the run, and task k of a
+Spark job over k = 0..n-1 reads its file. Handed through Spark instead (a DataFrame of the routes,
+shuffled by group and kept), they crossed from Python to the JVM and back again: 4 s of an 18 s run
+on the 2M-assignment fleet (bench/README.md).
+
 Tasks commit as Spark's own writers do: each attempt writes into its own directory beside the run
 and returns the files it wrote; the driver moves the files of the attempts Spark kept into the run
 once the job succeeds, and removes the rest. So a failed, killed or speculative attempt leaves
@@ -23,14 +29,19 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 from pyspark import TaskContext
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from rmqsim import schemas, session
 from rmqsim.sink.directory import RunDirectory
 from rmqsim.sink.layout import SUCCESS, part_file, partition_directory, partitions
 from rmqsim.stage.outputs import outputs_of
+from rmqsim.stage.tasks import StageInput, split_by_group
+
+# Route rows per Arrow batch a task reads: what Spark's arrow.maxRecordsPerBatch hands it.
+BATCH_ROWS = 10_000
 
 # Repeated on every queue of a client: dictionary-encoded, a gather of indices instead of strings.
 REPEATED = ("topic", "group", "client_id", "computed_by")
@@ -121,15 +132,33 @@ class StageJob:
     def attempt(self, task: int, attempt: int) -> AttemptFiles:
         return AttemptFiles(os.path.join(self.temporary, f"task-{task:05d}-attempt-{attempt}"), task)
 
+    def routes(self, task: int) -> str:
+        """Task ``task``'s route rows, written by the driver before the job."""
+        return os.path.join(self.temporary, "routes", f"part-{task:05d}.arrow")
 
-def write_task_files(batches: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[pa.RecordBatch]:
-    """A task: the stage's rows of its route batches, written; the files it wrote, returned."""
+    def hand_over(self, stage: StageInput) -> int:
+        """The routes written for the tasks, a file of whole groups each; how many tasks."""
+        parts = split_by_group(stage.shipped(), stage.task_count)
+        os.makedirs(os.path.dirname(self.routes(0)), exist_ok=True)
+        for task, rows in enumerate(parts):
+            with ipc.new_file(self.routes(task), rows.schema) as writer:
+                writer.write_table(rows, max_chunksize=BATCH_ROWS)
+        return len(parts)
+
+
+def write_task_files(ids: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[pa.RecordBatch]:
+    """A task: the stage's rows of its routes (the file of its task number), written; the files it
+    wrote, returned. ``ids``: the task's number, as Spark's range hands it (unused)."""
+    for _ in ids:
+        pass
     context = TaskContext.get()
     files = job.attempt(context.partitionId(), context.attemptNumber())
-    for out in outputs_of(batches, job.tables):
-        for name, parts in out.items():
-            for rows in parts:
-                files.write(name, rows)
+    with ipc.open_file(pa.memory_map(job.routes(context.partitionId()))) as routes:
+        batches = (routes.get_batch(i) for i in range(routes.num_record_batches))
+        for out in outputs_of(batches, job.tables):
+            for name, parts in out.items():
+                for rows in parts:
+                    files.write(name, rows)
     yield files.close()
 
 
@@ -145,13 +174,15 @@ class ArrowSink:
         self.spark = spark
         self.directory = directory
 
-    def run_stage(self, routes: DataFrame, tables: Sequence[str]) -> None:
-        """The stage over ``routes`` (partitioned by group), its ``tables`` written by its tasks:
-        one Spark job, then the kept attempts' files moved into the run."""
+    def run_stage(self, stage: StageInput, tables: Sequence[str]) -> None:
+        """The stage over ``stage``'s routes, its ``tables`` written by its tasks: the routes
+        handed over as files, one Spark job, then the kept attempts' files moved into the run."""
         job = self.Job(self.directory.beside("tasks"), tuple(tables))
         try:
+            count = job.hand_over(stage)
+            ids = self.spark.range(0, count, numPartitions=count)
             with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}"):
-                written = routes.mapInArrow(partial(write_task_files, job=job), WRITTEN).toArrow()
+                written = ids.mapInArrow(partial(write_task_files, job=job), WRITTEN).toArrow()
             self._commit(job, written)
         finally:
             shutil.rmtree(job.temporary, ignore_errors=True)

@@ -23,6 +23,7 @@ from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from rmqsim import schemas, session
 from rmqsim.sink.directory import RunDirectory
+from rmqsim.stage import tasks
 from rmqsim.stage.outputs import outputs_of
 
 PACKED = StructType([StructField("table", StringType(), False), StructField("batch", BinaryType(), False)])
@@ -72,16 +73,31 @@ class SparkSink:
         self.spark = spark
         self.directory = directory
 
-    def run_stage(self, routes: DataFrame, tables: Sequence[str]) -> None:
-        """The stage over ``routes`` (partitioned by group): one Python pass, kept packed for the
-        writes, and a Spark job per table."""
-        packed = routes.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
-        packed = session.keep(packed, StorageLevel.MEMORY_AND_DISK)
+    def run_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> None:
+        """The stage over ``stage``'s routes, handed to the executors partitioned by group: one
+        Python pass, kept packed for the writes, and a Spark job per table."""
+        routes = self.hand_over(stage)
         try:
-            for name in tables:
-                self._write(name, _rows_of(packed, name))
+            handed = tasks.handed_to_tasks(
+                routes, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
+            )
+            packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
+            packed = session.keep(packed, StorageLevel.MEMORY_AND_DISK)
+            try:
+                for name in tables:
+                    self._write(name, _rows_of(packed, name))
+            finally:
+                packed.unpersist()
         finally:
-            packed.unpersist()
+            session.release(routes)
+
+    def hand_over(self, stage: tasks.StageInput) -> DataFrame:
+        """The routes on the executors, partitioned by group over the stage's tasks, computed now
+        and kept: the Spark UI tells this job from the stage's."""
+        routes = session.from_arrow(self.spark, stage.group_routes)  # its Arrow types are GROUP_ROUTES'
+        staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
+        with session.job_description(self.spark, "rmqsim: hand the routes to Spark"):
+            return session.checkpoint(staged)
 
     def _write(self, name: str, rows: DataFrame) -> None:
         with session.job_description(self.spark, f"rmqsim: {name}"):

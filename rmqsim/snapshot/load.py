@@ -44,9 +44,12 @@ class Snapshot:
     given: frozenset[str] = frozenset()
 
 
-def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
-    """Through Spark Connect the path is the server's: only Spark looks at it."""
-    local = _is_local(path) and not session.is_remote(spark)
+def load_snapshot(spark: SparkSession | None, path: str) -> Snapshot:
+    """Through Spark Connect the path is the server's: only Spark looks at it. A local path is read
+    with pyarrow, without Spark (``spark`` may be None)."""
+    local = is_local(path) and (spark is None or not session.is_remote(spark))
+    if spark is None and not local:
+        raise ValueError(f"{path} is not local: only Spark reads it")
     if local:
         check_layout(path)
     read = {spec.name: _load_table(spark, path, spec, local=local) for spec in schemas.SNAPSHOT_TABLES}
@@ -56,7 +59,8 @@ def load_snapshot(spark: SparkSession, path: str) -> Snapshot:
     return Snapshot(**tables, given=frozenset(c for _, given in read.values() for c in given))
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
+    """A path on this machine, which pyarrow reads without Spark."""
     return urlparse(path).scheme in ("", "file")
 
 
@@ -74,7 +78,7 @@ def check_layout(snapshot: str) -> None:
 
     Lets the CLI fail in a second on a mistyped path instead of after the JVM starts.
     """
-    if not _is_local(snapshot):
+    if not is_local(snapshot):
         return
     if not os.path.isdir(_local(snapshot)):
         raise InputError("snapshot", None, f"{snapshot} is not a directory")

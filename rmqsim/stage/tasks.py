@@ -5,7 +5,11 @@ fixed number of tasks. What a task computes is stage.outputs; how its rows reach
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from rmqsim.stage.batches import OPTIONAL
@@ -14,6 +18,49 @@ GROUP_KEY = ("scenario", "group")
 
 # Route rows per Python task below which a run uses fewer tasks than partition_by_group made.
 ROUTES_PER_TASK = 4096
+
+
+@dataclass(frozen=True)
+class StageInput:
+    """What the stage runs over: every route row (schemas.GROUP_ROUTES), the OPTIONAL columns null
+    on all of them, the partitions partition_by_group makes, and the tasks asked for (None: as
+    python_tasks says)."""
+
+    group_routes: pa.Table
+    absent: tuple[str, ...]
+    partitions: int
+    tasks: int | None = None
+
+    @property
+    def task_count(self) -> int:
+        return self.tasks or python_tasks(self.group_routes.num_rows, self.partitions)
+
+    def shipped(self) -> pa.Table:
+        """The route rows as the tasks get them: the absent columns left out."""
+        if not set(self.absent) <= set(OPTIONAL):
+            raise ValueError(
+                f"only {OPTIONAL} may be left out, not {sorted(set(self.absent) - set(OPTIONAL))}"
+            )
+        return self.group_routes.drop_columns(list(self.absent))
+
+
+def split_by_group(routes: pa.Table, parts: int) -> list[pa.Table]:
+    """``routes`` sorted as partition_by_group sorts a partition, cut into at most ``parts`` runs of
+    whole groups with about as many rows each: what partition_by_group gives, without Spark."""
+    routes = routes.take(
+        pc.sort_indices(routes, sort_keys=[(c, "ascending") for c in (*GROUP_KEY, "phase", "topic")])
+    )
+    n = routes.num_rows
+    if n == 0:
+        return [routes]
+    same = np.ones(n, dtype=bool)
+    for column in GROUP_KEY:
+        values = routes[column]
+        same[1:] &= pc.equal(values.slice(1), values.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(~same | (np.arange(n) == 0))
+    wanted = np.arange(1, parts) * n / parts
+    cuts = np.unique(np.r_[0, starts[np.minimum(np.searchsorted(starts, wanted), len(starts) - 1)], n])
+    return [routes.slice(a, b - a) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
 def partition_by_group(group_routes: DataFrame, *, partitions: int, absent: Sequence[str] = ()) -> DataFrame:
