@@ -302,7 +302,9 @@ def _dump_dom(page: Path, profile: Path, *flags: str) -> str:
 
 
 def test_page_renders_in_headless_chromium(page, tmp_path) -> None:
-    dom = _dump_dom(page, tmp_path / "profile")
+    # A virtual time budget: without one, a loaded machine's Chromium was seen waiting past the
+    # timeout before dumping a page of many inline charts.
+    dom = _dump_dom(page, tmp_path / "profile", "--virtual-time-budget=10000")
     # The browser's DOM holds the same tables, cell for cell: no markup it had to repair.
     written = _tables(page.read_text(encoding="utf-8"))
     rendered = _tables(dom)
