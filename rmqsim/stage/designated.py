@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import as_objects, list_column, offsets, take
+from rmqsim.arrays import as_objects, list_column, offsets, runs, take
 from rmqsim.stage.allocated import Allocated, found
 from rmqsim.stage.batches import balancing, broadcasting, client_designated_aware
 from rmqsim.strategies import Allocation
@@ -107,10 +107,8 @@ def only_clients(rows: pa.RecordBatch, keep: np.ndarray) -> pa.RecordBatch:
 
 
 def _flat_clients(client_offsets: np.ndarray, sel: np.ndarray) -> np.ndarray:
-    counts = np.diff(client_offsets)[sel]
-    return np.repeat(client_offsets[sel], counts) + (
-        np.arange(counts.sum(), dtype=np.int64) - np.repeat(offsets(counts)[:-1], counts)
-    )
+    """The flat client indices of rows ``sel``, row by row."""
+    return runs(client_offsets[sel], np.diff(client_offsets)[sel])
 
 
 def _designated(
