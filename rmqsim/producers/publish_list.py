@@ -12,6 +12,8 @@ twice gives its queues twice, and they get twice the traffic.
 
 Layout: CSR. Topic t's entries are ``broker[offsets[t]:offsets[t+1]]`` with the same slice of
 ``queue_id``, in list order; a topic whose conf made the client fail has no entries and an error.
+Each entry also names its source (the QueueData or conf item it comes from) as a number, so that
+callers can work per source, a few rows, rather than per entry.
 """
 
 from __future__ import annotations
@@ -36,10 +38,17 @@ MAX_LIST_LENGTH = 1 << 20
 @dataclass(frozen=True)
 class PublishLists:
     offsets: np.ndarray  # int64, n_topics + 1
-    broker: pa.Array  # string, one per entry, in list order
-    queue_id: np.ndarray  # int32, one per entry
+    source: np.ndarray  # int64 per entry, in list order: its QueueData (its index in the input) or
+    # conf item (after them)
+    source_broker: pa.Array  # string per source
+    queue_id: np.ndarray  # int32, one per entry: 0, 1, ... within each run of one source
     order_topic: np.ndarray  # bool per topic: built from orderTopicConf (False where the client failed)
     error: pa.Array  # string per topic: the client's failure, null where the list was built
+
+    @property
+    def broker(self) -> pa.Array:
+        """The broker name of every entry."""
+        return self.source_broker.take(pa.array(self.source))
 
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
@@ -191,10 +200,10 @@ def _publish_lists(
     keep = ~failed[segment_topic]
     segment_source, segment_size = segment_source[keep], segment_size[keep]
 
-    all_brokers = pa.concat_arrays([brokers, conf_brokers])
     return PublishLists(
         offsets=offsets(np.where(failed, 0, length)),
-        broker=all_brokers.take(pa.array(np.repeat(segment_source, segment_size))),
+        source=np.repeat(segment_source, segment_size),
+        source_broker=pa.concat_arrays([brokers, conf_brokers]),
         queue_id=within_runs(segment_size).astype(np.int32),
         order_topic=is_order & ~failed,
         error=errors,

@@ -40,9 +40,8 @@ def round_robin_shares(offsets: np.ndarray) -> np.ndarray:
     return 1.0 / lengths[owner]
 
 
-def _even_over(offsets: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _even_over(owner: np.ndarray, lengths: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Shares even over the chosen entries of each list, and which lists chose none."""
-    owner, lengths = _list_of_entries(offsets)
     count = np.bincount(owner, weights=chosen, minlength=len(lengths))
     shares = np.where(chosen, 1.0 / np.maximum(count, 1)[owner], 0.0)
     return shares, count[owner] == 0
@@ -53,12 +52,14 @@ def latency_avoiding_shares(
 ) -> np.ndarray:
     """5.1.4 and later with sendLatencyFaultEnable. ``available`` (and ``reachable``, default all):
     bool per entry, from its broker's fault item."""
-    available = np.asarray(available, dtype=bool)
-    reachable = np.ones_like(available) if reachable is None else np.asarray(reachable, dtype=bool)
-    shares, none_available = _even_over(offsets, available)
-    fallback, none_reachable = _even_over(offsets, reachable)
+    owner, lengths = _list_of_entries(offsets)
+    even = 1.0 / lengths[owner]
+    shares, none_available = _even_over(owner, lengths, np.asarray(available, dtype=bool))
+    if reachable is None:  # all reachable: with none available, all of them
+        return np.where(none_available, even, shares)
+    fallback, none_reachable = _even_over(owner, lengths, np.asarray(reachable, dtype=bool))
     shares = np.where(none_available, fallback, shares)
-    return np.where(none_available & none_reachable, round_robin_shares(offsets), shares)
+    return np.where(none_available & none_reachable, even, shares)
 
 
 def folded_latency_shares(offsets: np.ndarray, available: np.ndarray) -> np.ndarray:

@@ -234,15 +234,11 @@ def _disagreeing(rows: _Rows, column: str, given: pa.Array) -> tuple[pa.Array, p
     reason = np.full(n, None, dtype=object)
     at = np.flatnonzero(given)
     if len(at) > 1:
-        sub = pa.table(
-            {
-                "key": _joined(table.take(pa.array(at)), ["group", "client_id"]),
-                "value": combined(table[column]).take(pa.array(at)),
-            }
-        )
-        distinct = sub.group_by("key", use_threads=False).aggregate([("value", "count_distinct")])
-        torn = distinct.filter(pc.greater(distinct["value_count_distinct"], 1))["key"]
-        at = at[pc.is_in(sub["key"], value_set=torn).to_numpy(zero_copy_only=False)]
+        client = ["group", "client_id"]
+        sub = table.select([*client, column]).take(pa.array(at)).append_column("_at", pa.array(at))
+        distinct = sub.group_by(client, use_threads=False).aggregate([(column, "count_distinct")])
+        torn = distinct.filter(pc.greater(distinct[f"{column}_count_distinct"], 1)).select(client)
+        at = np.sort(sub.join(torn, client, join_type="inner", use_threads=False)["_at"].to_numpy())
     if len(at) > 1:
         sub = table.take(pa.array(at))
         order = pc.sort_indices(

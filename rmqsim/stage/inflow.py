@@ -11,6 +11,8 @@ could send (unroutable).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import combined, lookup_sorted, sorted_unique, within_runs
+from rmqsim.arrays import combined, lookup_sorted, offsets, runs, sorted_unique, within_runs
 from rmqsim.producers import hashing, shares
 from rmqsim.producers.latency import LATENCY_4X, LATENCY_5X, not_available_duration
 from rmqsim.producers.publish_list import PublishLists, go_publish_lists, java_publish_lists
@@ -111,16 +113,21 @@ def traffic(
         producer_keys = producer_keys.sort_by([(c, "ascending") for c in producer_keys.column_names])
     keys = _route_keys(topic_queues, producers, topic_routes)
     facts = _broker_facts(brokers)
-    lists = _publish_lists(topic_queues, facts, keys, order_topics)
+    pops = _populations(producers, keys)
+    lists = _publish_lists(topic_queues, facts, keys, order_topics, go_keys=_go_keys(pops, keys))
     mq_all = _mq_all(topic_routes, keys)
     space = _queue_space(keys, lists, mq_all, facts)
-    pops = _populations(producers, keys)
     entry, rate = _population_entries(pops, lists, space, producer_keys)
     sent = space.master[entry]  # only an orderTopicConf can list a broker whose master is down
-    inflow = _inflow_per_queue(space, entry[sent], rate[sent])
+    # Each queue's sends summed in population order: the same bits every run.
+    inflow = np.bincount(space.entry_slot[entry[sent]], weights=rate[sent], minlength=space.slots)
     written = _written_queues(space, lists, pops)
-    queue_traffic = _queue_traffic(keys, space, inflow, written, offsets)
-    topic_inflow = _with_drained(_against_mq_all(keys, space, inflow, mq_all, topic_routes), queue_traffic)
+    read = np.zeros(space.slots, dtype=bool)
+    read[space.mq_slot] = True
+    queue_traffic = _queue_traffic(keys, space, inflow, written, read, offsets)
+    topic_inflow = _with_drained(
+        _against_mq_all(keys, space, inflow, read, mq_all, topic_routes), queue_traffic
+    )
     return Traffic(
         queue_traffic=queue_traffic,
         topic_inflow=topic_inflow,
@@ -218,9 +225,23 @@ class Lists:
     go: PublishLists
 
 
+def _go_keys(pops: Populations, keys: RouteKeys) -> np.ndarray:
+    """The route keys some Go population sends to: the only ones whose Go list is needed."""
+    wanted = np.zeros(len(keys), dtype=bool)
+    wanted[pops.key[pops.go & (pops.key >= 0)]] = True
+    return wanted
+
+
 def _publish_lists(
-    topic_queues: pa.Table, facts: BrokerFacts, keys: RouteKeys, order_topics: pa.Table | None
+    topic_queues: pa.Table,
+    facts: BrokerFacts,
+    keys: RouteKeys,
+    order_topics: pa.Table | None,
+    *,
+    go_keys: np.ndarray,
 ) -> Lists:
+    """Both families' lists of every route key; the Go list only where ``go_keys`` (elsewhere
+    empty, and never read)."""
     at = _lookup(facts.table, topic_queues, [*PHASE, "broker_name"])
     found = at >= 0
     taken = facts.table.take(pa.array(np.maximum(at, 0)))
@@ -244,9 +265,19 @@ def _publish_lists(
         has_master=fact("has_master")[routed],
         order_topic_conf=conf,
     )
+    go_rows = go_keys[topic]
+    go = {
+        **common,
+        "topic": topic[go_rows],
+        "broker_name": rows["broker_name"].filter(pa.array(go_rows)),
+        "write_queue_nums": common["write_queue_nums"][go_rows],
+        "perm": common["perm"][go_rows],
+        "has_master": common["has_master"][go_rows],
+        "order_topic_conf": None if conf is None else pc.if_else(pa.array(go_keys), conf, None),
+    }
     return Lists(
         java=java_publish_lists(**common),
-        go=go_publish_lists(**common, master_empty=fact("master_empty")[routed]),
+        go=go_publish_lists(**go, master_empty=fact("master_empty")[routed][go_rows]),
     )
 
 
@@ -294,32 +325,71 @@ def _family(pops: Populations, lists: Lists) -> tuple[np.ndarray, np.ndarray]:
 def _population_entries(
     pops: Populations, lists: Lists, space: QueueSpace, producer_keys: pa.Table | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each population's list, flat: (the entry of the concatenated lists, messages per second)."""
+    """Each population's list, flat: (the entry of the concatenated lists, messages per second).
+    Outside HASH, a share depends on the list and the population's rule alone: each rule's
+    shares are worked once per list some population of that rule sends to, then gathered."""
     first, length = _family(pops, lists)
-    offsets = np.concatenate([[0], np.cumsum(length)])
     owner = np.repeat(np.arange(len(length)), length)
-    entry = np.repeat(first, length) + within_runs(length)
-    share = shares.round_robin_shares(offsets)
-    if pops.avoids.any():
-        available = ~np.where(pops.before_5_1_4[owner], space.avoided_4x[entry], space.avoided_5x[entry])
-        folded = shares.folded_latency_shares(offsets, available)
-        even = shares.latency_avoiding_shares(offsets, available)
-        share = np.where(pops.avoids[owner], np.where(pops.before_5_1_4[owner], folded, even), share)
+    entry = runs(first, length)
+    share = np.empty(len(entry))
+    # Java only avoids brokers: the Go client and the C++ core have no latency fault tolerance.
+    avoids = pops.avoids & ~pops.hash
+    rules = (
+        (~pops.avoids & ~pops.hash, lambda lists, _: shares.round_robin_shares(lists)),
+        (
+            avoids & pops.before_5_1_4,
+            lambda lists, e: shares.folded_latency_shares(lists, ~space.avoided_4x[e]),
+        ),
+        (
+            avoids & ~pops.before_5_1_4,
+            lambda lists, e: shares.latency_avoiding_shares(lists, ~space.avoided_5x[e]),
+        ),
+    )
+    for chosen, rule in rules:
+        if chosen.any():
+            java, go = pops.key[chosen & ~pops.go], pops.key[chosen & pops.go]
+            worked = _rule_shares(lists, len(space.entry_slot), java, go, rule)
+            at = chosen[owner]
+            share[at] = worked[entry[at]]
     if pops.hash.any():
-        share = np.where(pops.hash[owner], _hash_shares(pops, offsets, length, producer_keys), share)
+        hashed = np.flatnonzero(pops.hash)
+        share[pops.hash[owner]] = _hash_shares(pops, hashed, length[hashed], producer_keys)
     return entry, pops.rate[owner] * share
 
 
-def _hash_shares(
-    pops: Populations, offsets: np.ndarray, length: np.ndarray, producer_keys: pa.Table | None
+def _rule_shares(
+    lists: Lists,
+    n_entries: int,
+    java_keys: np.ndarray,
+    go_keys: np.ndarray,
+    rule: Callable[[np.ndarray, np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """HASH populations' shares: each key's part to the entry its hash picks (Java's hashCode or
-    Go's fnv32a, modulo the list's length); 1/N where no key is given (or, for Go, an empty
-    key, which the Go client sends to a random queue)."""
+    """Per entry of the concatenated lists, the share ``rule(offsets, entries)`` gives it within
+    its list, for the Java lists of ``java_keys`` and the Go lists of ``go_keys`` (NaN elsewhere)."""
+    parts = []
+    for family, keys, base in ((lists.java, java_keys, 0), (lists.go, go_keys, len(lists.java.queue_id))):
+        wanted = np.zeros(len(family.offsets) - 1, dtype=bool)
+        wanted[keys[keys >= 0]] = True
+        chosen = np.flatnonzero(wanted)
+        parts.append((base + family.offsets[:-1][chosen], np.diff(family.offsets)[chosen]))
+    length = np.concatenate([n for _, n in parts])
+    entries = runs(np.concatenate([f for f, _ in parts]), length)
+    worked = np.full(n_entries, np.nan)
+    worked[entries] = rule(offsets(length), entries)
+    return worked
+
+
+def _hash_shares(
+    pops: Populations, hashed: np.ndarray, length: np.ndarray, producer_keys: pa.Table | None
+) -> np.ndarray:
+    """The shares of the HASH populations ``hashed`` (lists of ``length``), flat: each key's part
+    to the entry its hash picks (Java's hashCode or Go's fnv32a, modulo the list's length); 1/N
+    where no key is given (or, for Go, an empty key, which the Go client sends to a random queue)."""
+    lists = offsets(length)
     if producer_keys is None or producer_keys.num_rows == 0:
-        return shares.round_robin_shares(offsets)
-    hashing_pops = np.flatnonzero(pops.hash & (length > 0))
-    rows = pops.rows.take(pa.array(hashing_pops))
+        return shares.round_robin_shares(lists)
+    hashing_pops = np.flatnonzero(length > 0)  # positions in ``hashed``
+    rows = pops.rows.take(pa.array(hashed[hashing_pops]))
     # A key row names its topic and group, or its topic alone (every HASH producer of it).
     named = producer_keys.filter(pc.is_valid(producer_keys["producer_group"]))
     anyone = producer_keys.filter(pc.is_null(producer_keys["producer_group"]))
@@ -334,12 +404,12 @@ def _hash_shares(
         matched = probe.append_column("_pop", pa.array(np.arange(probe.num_rows))).join(joined, columns)
         parts.append((matched["_pop"].to_numpy(), table.take(matched["_key"])))
     if not parts:
-        return shares.round_robin_shares(offsets)
+        return shares.round_robin_shares(lists)
     pop = np.concatenate([p for p, _ in parts])
     keyed = pa.concat_tables([t.select(["key", "share"]) for _, t in parts])
     population = hashing_pops[pop]
     n = length[population]
-    go = pops.go[population]
+    go = pops.go[hashed[population]]
     index = np.where(
         go,
         hashing.go_hash_index(hashing.fnv32a(keyed["key"]), n),
@@ -354,7 +424,7 @@ def _hash_shares(
         population = np.concatenate([population[~spread], np.repeat(population[k], copies)])
         index = np.concatenate([index[~spread], within_runs(copies)])
         weight = np.concatenate([weight[~spread], np.repeat(weight[k] / copies, copies)])
-    return shares.hash_shares(offsets, population, index, weight)
+    return shares.hash_shares(lists, population, index, weight)
 
 
 # ------------------------------------------------------------------ per queue
@@ -362,49 +432,71 @@ def _hash_shares(
 
 @dataclass(frozen=True)
 class QueueSpace:
-    """Every queue the run writes or reads as one int64: ``(route key * brokers + broker) << 32 |
-    queue id``, brokers numbered once for the run. Queues are then summed, matched and flagged
-    with sorts and searches over integers, not strings. Per entry of the concatenated Java and Go
-    lists: its code, its route key, whether its broker's master takes sends, and whether its
-    send latency makes a fault-tolerant producer avoid it (by the 4.x table and by the 5.x one);
-    per queue of mqAll (MqAll's order), its code."""
+    """Every queue the run writes or reads, numbered densely: each (route key, broker) pair,
+    brokers numbered by name, holds as many slots as its highest queue id + 1, the pairs in
+    (key, broker) order. Slot order is thus (key, broker, queue id) order, and queues are summed,
+    matched and flagged by indexing arrays, not by sorting or searching. Per entry of the
+    concatenated Java and Go lists: its slot, its route key, whether its broker's master takes
+    sends, and whether its send latency makes a fault-tolerant producer avoid it (by the 4.x
+    table and by the 5.x one); per queue of mqAll (MqAll's order), its slot."""
 
-    brokers: pa.Array  # the names, by number
-    entry_code: np.ndarray
+    brokers: pa.Array  # the names, by number (sorted)
+    pair: np.ndarray  # per pair: route key * len(brokers) + broker number, ascending
+    base: np.ndarray  # per pair, its first slot; then the number of slots
+    entry_slot: np.ndarray
     entry_key: np.ndarray
     master: np.ndarray
     avoided_4x: np.ndarray
     avoided_5x: np.ndarray
-    mq_code: np.ndarray
-    mq_sorted: np.ndarray  # mq_code sorted, unique
+    mq_slot: np.ndarray
 
-    def key_of(self, code: np.ndarray) -> np.ndarray:
-        return (code >> 32) // len(self.brokers)
+    @property
+    def slots(self) -> int:
+        return int(self.base[-1])
 
-    def broker_of(self, code: np.ndarray) -> pa.Array:
-        return self.brokers.take(pa.array((code >> 32) % len(self.brokers)))
+    @functools.cached_property
+    def slot_pair(self) -> np.ndarray:
+        """Per slot, its pair."""
+        return np.repeat(np.arange(len(self.pair)), np.diff(self.base))
 
-    @staticmethod
-    def queue_of(code: np.ndarray) -> np.ndarray:
-        return (code & 0xFFFFFFFF).astype(np.int32)
+    def key_of(self, slot: np.ndarray) -> np.ndarray:
+        return self.pair[self.slot_pair[slot]] // len(self.brokers)
+
+    def broker_of(self, slot: np.ndarray) -> pa.Array:
+        return self.brokers.take(pa.array(self.pair[self.slot_pair[slot]] % len(self.brokers)))
+
+    def queue_of(self, slot: np.ndarray) -> np.ndarray:
+        return (slot - self.base[self.slot_pair[slot]]).astype(np.int32)
 
 
 def _queue_space(keys: RouteKeys, lists: Lists, mq_all: MqAll, facts: BrokerFacts) -> QueueSpace:
-    entry_broker = pa.concat_arrays([lists.java.broker, lists.go.broker])
-    names = pa.concat_arrays([entry_broker, mq_all.broker, combined(facts.table["broker_name"])]).unique()
+    sources = [lists.java.source_broker, lists.go.source_broker]
+    names = pa.concat_arrays([*sources, mq_all.broker, combined(facts.table["broker_name"])]).unique()
+    names = names.take(pc.sort_indices(names))
     n_b = len(names)
 
     def number(values: pa.Array) -> np.ndarray:
         return pc.index_in(values, value_set=names).to_numpy(zero_copy_only=False).astype(np.int64)
 
-    def code(key: np.ndarray, broker: np.ndarray, queue_id: np.ndarray) -> np.ndarray:
-        return ((key * n_b + broker) << 32) | queue_id.astype(np.int64)
-
+    # Runs of entries from one QueueData or conf item: queue ids 0, 1, ... from each run's start.
     entry_key = _entry_keys(keys, lists)
-    entry_b = number(entry_broker)
-    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id])
-    mq_code = code(mq_all.key, number(mq_all.broker), mq_all.queue_id)
-    # Broker facts by (scenario, phase) and broker number; each route key's (scenario, phase).
+    source = np.concatenate([lists.java.source, len(lists.java.source_broker) + lists.go.source])
+    source_b = number(pa.concat_arrays(sources))
+    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id]).astype(np.int64)
+    run_start = np.flatnonzero(queue_id == 0)
+    run_size = np.diff(np.append(run_start, len(queue_id)))
+    run_key, run_b = entry_key[run_start], source_b[source[run_start]]
+    # Pairs: every run's and every mqAll broker's, each as long as its longest run.
+    segment_pair = np.concatenate([run_key * n_b + run_b, mq_all.key * n_b + number(mq_all.broker)])
+    segment_size = np.concatenate([run_size, mq_all.size])
+    order = np.argsort(segment_pair, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(segment_pair[order]) != 0]) if len(order) else order
+    pair = segment_pair[order][starts]
+    base = offsets(np.maximum.reduceat(segment_size[order], starts) if len(order) else np.zeros(0, np.int64))
+    segment_base = np.empty(len(order), dtype=np.int64)
+    segment_base[order] = np.repeat(base[:-1], np.diff(np.append(starts, len(order))))
+    n_runs = len(run_start)
+    # Broker facts by (scenario, phase) and broker number, found per run; each route key's phase.
     phases = pa.concat_arrays(
         [_joined_key(keys.table, list(PHASE)), _joined_key(facts.table, list(PHASE))]
     ).unique()
@@ -415,23 +507,24 @@ def _queue_space(keys: RouteKeys, lists: Lists, mq_all: MqAll, facts: BrokerFact
         pc.index_in(_joined_key(facts.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
     )
     fact_code = fact_phase * n_b + number(combined(facts.table["broker_name"]))
-    order = np.argsort(fact_code)
-    at, hit = lookup_sorted(fact_code[order], key_phase[entry_key] * n_b + entry_b)
-    row = order[at]
+    fact_order = np.argsort(fact_code)
+    at, hit = lookup_sorted(fact_code[fact_order], key_phase[run_key] * n_b + run_b)
+    row = fact_order[at]
     master = hit & pc.fill_null(facts.table["has_master"], False).to_numpy(zero_copy_only=False)[row]
-    # Per broker and phase first (a few rows), then per entry.
+    # Per broker and phase first (a few rows), then per run, then per entry.
     latency = pc.fill_null(facts.table["send_latency_ms"], 0.0).to_numpy(zero_copy_only=False)
-    avoided_4x = not_available_duration(latency, table=LATENCY_4X) > 0
-    avoided_5x = not_available_duration(latency, table=LATENCY_5X) > 0
+    avoided_4x = hit & (not_available_duration(latency, table=LATENCY_4X) > 0)[row]
+    avoided_5x = hit & (not_available_duration(latency, table=LATENCY_5X) > 0)[row]
     return QueueSpace(
         brokers=names,
-        entry_code=code(entry_key, entry_b, queue_id),
+        pair=pair,
+        base=base,
+        entry_slot=runs(segment_base[:n_runs], run_size),
         entry_key=entry_key,
-        master=master,
-        avoided_4x=hit & avoided_4x[row],
-        avoided_5x=hit & avoided_5x[row],
-        mq_code=mq_code,
-        mq_sorted=sorted_unique(mq_code),
+        master=np.repeat(master, run_size),
+        avoided_4x=np.repeat(avoided_4x, run_size),
+        avoided_5x=np.repeat(avoided_5x, run_size),
+        mq_slot=runs(segment_base[n_runs:], mq_all.size),
     )
 
 
@@ -445,27 +538,9 @@ def _entry_keys(keys: RouteKeys, lists: Lists) -> np.ndarray:
     )
 
 
-@dataclass(frozen=True)
-class QueueRates:
-    """Messages per second per queue written (QueueSpace codes, sorted and unique)."""
-
-    code: np.ndarray
-    rate: np.ndarray
-
-
-def _inflow_per_queue(space: QueueSpace, entry: np.ndarray, rate: np.ndarray) -> QueueRates:
-    """Each queue's sends summed in entry order (a stable sort): the same bits every run."""
-    codes = space.entry_code[entry]
-    order = np.argsort(codes, kind="stable")
-    codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.zeros(0, np.int64)
-    summed = np.add.reduceat(rate[order], starts) if len(codes) else np.zeros(0)
-    return QueueRates(codes[starts], summed)
-
-
 def _written_queues(space: QueueSpace, lists: Lists, pops: Populations) -> np.ndarray:
-    """The queues (codes, sorted, unique) a topic's producers write to (their lists'), or a Java
-    producer's where the topic has none."""
+    """Per slot, whether a topic's producers write to it (their lists'), or a Java producer
+    would where the topic has none."""
     n_keys = len(lists.java.offsets) - 1
     produced_go = np.zeros(n_keys, dtype=bool)
     produced_go[pops.key[pops.go & (pops.key >= 0)]] = True
@@ -474,17 +549,20 @@ def _written_queues(space: QueueSpace, lists: Lists, pops: Populations) -> np.nd
     use_java = produced_java | ~produced_go
     n_java = len(lists.java.queue_id)
     family = np.r_[use_java[space.entry_key[:n_java]], produced_go[space.entry_key[n_java:]]]
-    return sorted_unique(space.entry_code[family])
+    written = np.zeros(space.slots, dtype=bool)
+    written[space.entry_slot[family]] = True
+    return written
 
 
 @dataclass(frozen=True)
 class MqAll:
-    """Every queue of every route key's mqAll, in mqAll order within each key."""
+    """Every route key's mqAll, per broker of it in mqAll order: its route key, name and
+    read_queue_nums (its queues are ids 0 .. size-1)."""
 
     key: np.ndarray
     broker: pa.Array
-    queue_id: np.ndarray
-    offsets: np.ndarray  # per topic_routes row
+    size: np.ndarray
+    offsets: np.ndarray  # per topic_routes row, its first queue; then the number of queues
     route_key: np.ndarray  # per topic_routes row
 
 
@@ -499,30 +577,29 @@ def _mq_all(topic_routes: pa.Table, keys: RouteKeys) -> MqAll:
     brokers_per_row = pc.list_value_length(names).to_numpy(zero_copy_only=False).astype(np.int64)
     broker_row = np.repeat(np.arange(len(brokers_per_row)), brokers_per_row)
     per_row = np.bincount(broker_row, weights=nums, minlength=len(brokers_per_row)).astype(np.int64)
-    flat_broker = np.repeat(np.arange(len(nums)), nums)
     return MqAll(
-        key=np.repeat(route_key, per_row),
-        broker=pc.list_flatten(names).take(pa.array(flat_broker)),
-        queue_id=within_runs(nums),
-        offsets=np.concatenate([[0], np.cumsum(per_row)]),
+        key=route_key[broker_row],
+        broker=combined(pc.list_flatten(names)),
+        size=nums,
+        offsets=offsets(per_row),
         route_key=route_key,
     )
 
 
 def _against_mq_all(
-    keys: RouteKeys, space: QueueSpace, inflow: QueueRates, mq_all: MqAll, topic_routes: pa.Table
+    keys: RouteKeys,
+    space: QueueSpace,
+    inflow: np.ndarray,
+    read: np.ndarray,
+    mq_all: MqAll,
+    topic_routes: pa.Table,
 ) -> pa.Table:
     """Per topic_routes row, its mqAll queues' inflow (list, mqAll order) and the inflow written
     outside its mqAll."""
-    at, hit = lookup_sorted(inflow.code, space.mq_code)
-    per_queue = np.where(hit, inflow.rate[at] if len(inflow.code) else 0.0, 0.0)
-    _, inside = lookup_sorted(space.mq_sorted, inflow.code)
-    outside = ~inside
-    stranded = np.bincount(
-        space.key_of(inflow.code[outside]), weights=inflow.rate[outside], minlength=len(keys)
-    )
+    outside = np.flatnonzero(~read)
+    stranded = np.bincount(space.key_of(outside), weights=inflow[outside], minlength=len(keys))
     lists = pa.ListArray.from_arrays(
-        pa.array(mq_all.offsets.astype(np.int32)), pa.array(per_queue, pa.float64())
+        pa.array(mq_all.offsets.astype(np.int32)), pa.array(inflow[space.mq_slot], pa.float64())
     )
     return pa.table(
         {
@@ -534,18 +611,21 @@ def _against_mq_all(
 
 
 def _queue_traffic(
-    keys: RouteKeys, space: QueueSpace, inflow: QueueRates, written: np.ndarray, offsets: pa.Table | None
+    keys: RouteKeys,
+    space: QueueSpace,
+    inflow: np.ndarray,
+    written: np.ndarray,
+    read: np.ndarray,
+    offsets: pa.Table | None,
 ) -> pa.Table:
     """A row per queue written or read, per (scenario, phase, topic)."""
-    code = sorted_unique(np.concatenate([space.mq_sorted, written]))
-    rate = np.zeros(len(code))
-    rate[np.searchsorted(code, inflow.code)] = inflow.rate  # every queue with inflow is written
-    route = keys.table.take(pa.array(space.key_of(code)))
+    slot = np.flatnonzero(written | read)
+    route = keys.table.take(pa.array(space.key_of(slot)))
     queues = pa.table(
         {
             "topic": route["topic"],
-            "broker_name": space.broker_of(code),
-            "queue_id": pa.array(space.queue_of(code), pa.int32()),
+            "broker_name": space.broker_of(slot),
+            "queue_id": pa.array(space.queue_of(slot), pa.int32()),
         }
     )
     out = pa.table(
@@ -553,9 +633,9 @@ def _queue_traffic(
             "scenario": route["scenario"],
             "phase": route["phase"],
             **{c: queues[c] for c in queues.column_names},
-            "in_msgs_per_s": pa.array(rate, pa.float64()),
-            "written": pa.array(lookup_sorted(written, code)[1]),
-            "read": pa.array(lookup_sorted(space.mq_sorted, code)[1]),
+            "in_msgs_per_s": pa.array(inflow[slot], pa.float64()),
+            "written": pa.array(written[slot]),
+            "read": pa.array(read[slot]),
             "backlog": _backlogs(queues, offsets),
         }
     )

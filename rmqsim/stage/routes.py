@@ -288,10 +288,16 @@ def client_lists(
 
 def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     """consumers with each client's capacity: its own, else its group's (docs/CONTRACT.md, 2d)."""
-    defaults = pa.table(
-        {**{k: groups[k] for k in (*by, "group")}, "_group_capacity": groups["capacity_msgs_per_s"]}
-    )
-    joined = _left_join(consumers, defaults, [*by, "group"])
+    keys = [*by, "group"]
+    defaults = pa.table({**{k: groups[k] for k in keys}, "_group_capacity": groups["capacity_msgs_per_s"]})
+    pairs = _numbered(consumers, keys, "_left").join(_numbered(defaults, keys, "_right"), keys)
+    if pairs.num_rows == consumers.num_rows:  # one groups row per group: a lookup, not a join
+        right = pairs.sort_by("_left")["_right"]
+        filled = pc.coalesce(consumers["capacity_msgs_per_s"], defaults["_group_capacity"].take(right))
+        return consumers.set_column(
+            consumers.column_names.index("capacity_msgs_per_s"), "capacity_msgs_per_s", filled
+        )
+    joined = _left_join(consumers, defaults, keys)
     filled = pc.coalesce(joined["capacity_msgs_per_s"], joined["_group_capacity"])
     at = joined.column_names.index("capacity_msgs_per_s")
     return joined.set_column(at, "capacity_msgs_per_s", filled).drop_columns(["_group_capacity"])
