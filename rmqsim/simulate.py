@@ -6,6 +6,7 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -111,38 +112,27 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
     )
     by = schemas.PHASE
     topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
-    consumers = staged.consumers
-    if capacities:
-        consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
-    clients = routes.client_lists(
-        consumers,
-        queue_config=staged.queue_config,
-        languages=languages,
-        capacities=capacities,
-        designation=designation,
-        by=by,
-    )
-    clients = apply.with_left_subscriptions(clients, runs)
-    clients = routes.with_strategies(
-        clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
-    )
-    stale_views = apply.stale_views(valid, runs)
-    traffic = topic_inflow = None
-    sent = dict(brokers=staged.brokers, topic_queues=staged.topic_queues, topic_routes=topic_routes)
-    if staged.producers is not None:
-        traffic = inflow.traffic(
-            **sent,
-            producers=staged.producers,
-            producer_keys=valid.producer_keys,
-            order_topics=valid.order_topics,
-            offsets=valid.offsets,
+    # Where the messages go needs no client: worked in a thread beside the client lists (numpy
+    # and pyarrow let go of the GIL), on the core the JVM leaves once it is up.
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-traffic") as pool:
+        flows = pool.submit(_traffic, staged, valid, topic_routes, runs)
+        consumers = staged.consumers
+        if capacities:
+            consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
+        clients = routes.client_lists(
+            consumers,
+            queue_config=staged.queue_config,
+            languages=languages,
+            capacities=capacities,
+            designation=designation,
+            by=by,
         )
-        topic_inflow = traffic.topic_inflow
-    elif staged.offsets is not None and any(s.steps for s in runs):
-        # Without rates, which queues producers write still follows from the routes: enough to
-        # tell a tail queue its readers drained from one left holding messages (stranded_backlog).
-        writes = inflow.traffic(**sent, producers=inflow.no_producers(), order_topics=valid.order_topics)
-        topic_inflow = writes.topic_inflow.select([*schemas.PHASE, "topic", "drained_queues"])
+        clients = apply.with_left_subscriptions(clients, runs)
+        clients = routes.with_strategies(
+            clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
+        )
+        stale_views = apply.stale_views(valid, runs)
+        traffic, topic_inflow = flows.result()
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
@@ -182,6 +172,29 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
     )
 
 
+def _traffic(
+    staged: Snapshot, valid: Snapshot, topic_routes: pa.Table, runs: tuple[parse.Scenario, ...]
+) -> tuple[inflow.Traffic | None, pa.Table | None]:
+    """The run's traffic (None without producers or rates), and the per-topic inflow the routes
+    carry: with offsets but no rates, still the queues each phase drained (stranded_backlog)."""
+    sent = dict(brokers=staged.brokers, topic_queues=staged.topic_queues, topic_routes=topic_routes)
+    if staged.producers is not None:
+        traffic = inflow.traffic(
+            **sent,
+            producers=staged.producers,
+            producer_keys=valid.producer_keys,
+            order_topics=valid.order_topics,
+            offsets=valid.offsets,
+        )
+        return traffic, traffic.topic_inflow
+    if staged.offsets is not None and any(s.steps for s in runs):
+        # Without rates, which queues producers write still follows from the routes: enough to
+        # tell a tail queue its readers drained from one left holding messages (stranded_backlog).
+        writes = inflow.traffic(**sent, producers=inflow.no_producers(), order_topics=valid.order_topics)
+        return None, writes.topic_inflow.select([*schemas.PHASE, "topic", "drained_queues"])
+    return None, None
+
+
 def stage_input(spark: SparkSession, built: Staged, config: SimulateConfig) -> tasks.StageInput:
     """The routes for the stage, with the partitions and tasks it runs on."""
     partitions = allocation_partitions(spark, config)
@@ -200,7 +213,11 @@ def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None
     sink = open_sink(spark, config.out, mode=config.mode, kind=config.sink)
     built = built or build_group_routes(spark, config)
     try:
-        sink.run_stage(stage_input(spark, built, config), stage_tables(built))
+        # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
+        with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
+            written = pool.submit(_write_queue_traffic, sink, built.traffic)
+            sink.run_stage(stage_input(spark, built, config), stage_tables(built))
+            written.result()
         result = write_rollups(sink, built)
         sink.publish()
     except BaseException:
@@ -210,18 +227,27 @@ def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None
     return result
 
 
+def _write_queue_traffic(sink: Sink, traffic: inflow.Traffic | None) -> None:
+    if traffic is not None:
+        sink.write("queue_traffic", traffic.queue_traffic)
+
+
 def write_rollups(sink: Sink, built: Staged) -> RunResult:
     """The tables the driver computes from the stage's (rmqsim.rollups), and the rejects and the
     reconciliation, written; what simulate prints of them."""
     traffic = built.traffic
-    if traffic is not None:
-        sink.write("queue_traffic", traffic.queue_traffic)
     group_metrics = sink.read("group_metrics")
     consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
-    summary = rollups.summary(group_metrics, consumer_load, None if traffic is None else traffic.unroutable)
-    sink.write("summary", summary)
-    if consumer_load["over_capacity"].null_count < consumer_load.num_rows:  # capacities known
-        sink.write("falling_behind", rollups.falling_behind(consumer_load, group_metrics))
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-falling-behind") as pool:
+        behind = None
+        if consumer_load["over_capacity"].null_count < consumer_load.num_rows:  # capacities known
+            behind = pool.submit(rollups.falling_behind, consumer_load, group_metrics)
+        summary = rollups.summary(
+            group_metrics, consumer_load, None if traffic is None else traffic.unroutable
+        )
+        sink.write("summary", summary)
+        if behind is not None:
+            sink.write("falling_behind", behind.result())
     comparison = advice = exposure = None
     if built.with_movement:
         moves = sink.read("movement", rollups.MOVEMENT_COLUMNS)

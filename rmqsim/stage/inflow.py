@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -37,12 +37,18 @@ GO = "GO"
 
 @dataclass(frozen=True)
 class Traffic:
-    queue_traffic: pa.Table  # schemas.QUEUE_TRAFFIC
     # Per (scenario, phase, topic) of the routes: queue_inflow (list<double>, mqAll order) and
     # stranded_inflow (written outside mqAll).
     topic_inflow: pa.Table
     unroutable: pa.Table  # per (scenario, phase): unroutable_msgs_per_s
     rejects: pa.Table  # schemas.REJECTS, source "traffic": populations nobody could send for
+    # schemas.QUEUE_TRAFFIC, built when first asked for: a row per queue, wanted by the stage
+    # only where a run has a second phase, so it can be built while the stage runs.
+    build_queue_traffic: Callable[[], pa.Table] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def queue_traffic(self) -> pa.Table:
+        return self.build_queue_traffic()
 
 
 def no_producers() -> pa.Table:
@@ -124,15 +130,19 @@ def traffic(
     written = _written_queues(space, lists, pops)
     read = np.zeros(space.slots, dtype=bool)
     read[space.mq_slot] = True
-    queue_traffic = _queue_traffic(keys, space, inflow, written, read, offsets)
-    topic_inflow = _with_drained(
-        _against_mq_all(keys, space, inflow, read, mq_all, topic_routes), queue_traffic
-    )
+
+    def build() -> pa.Table:
+        return _queue_traffic(keys, space, inflow, written, read, offsets)
+
+    # Only a second phase has drained queues, and only they need the table before the stage.
+    queue_traffic = build() if len(keys) and pc.max(keys.table["phase"]).as_py() > 0 else None
     return Traffic(
-        queue_traffic=queue_traffic,
-        topic_inflow=topic_inflow,
+        topic_inflow=_with_drained(
+            _against_mq_all(keys, space, inflow, read, mq_all, topic_routes), queue_traffic
+        ),
         unroutable=_unroutable(pops, keys, lists, failed=(space.entry_key[entry[~sent]], rate[~sent])),
         rejects=_unroutable_rejects(pops, keys, lists),
+        build_queue_traffic=build if queue_traffic is None else lambda: queue_traffic,
     )
 
 
@@ -683,10 +693,11 @@ def drained(queue_traffic: pa.Table) -> pa.Table:
     )
 
 
-def _with_drained(topic_inflow: pa.Table, queue_traffic: pa.Table) -> pa.Table:
-    """topic_inflow with each (scenario, phase, topic)'s drained queues as a list (null: none)."""
+def _with_drained(topic_inflow: pa.Table, queue_traffic: pa.Table | None) -> pa.Table:
+    """topic_inflow with each (scenario, phase, topic)'s drained queues as a list (null: none);
+    ``queue_traffic`` None: the run has one phase, and nothing has been drained."""
     target = schemas.GROUP_ROUTES_ARROW.field("drained_queues").type
-    queues = drained(queue_traffic)
+    queues = drained(queue_traffic) if queue_traffic is not None else pa.table({})
     if "phase" not in queues.column_names:
         return topic_inflow.append_column("drained_queues", pa.nulls(topic_inflow.num_rows, target))
     queues = queues.sort_by([(c, "ascending") for c in (*ROUTE_KEY, "broker_name", "queue_id")])
