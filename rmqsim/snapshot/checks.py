@@ -10,6 +10,7 @@ and that text also decides which of several repeated rows is kept.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -51,39 +52,27 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
     topic_queues = _check_topic_queues(
         _Rows(tables.topic_queues, "topic_queues", given), brokers=brokers.kept
     )
-    groups, group_problems = _check_groups(
-        _Rows(tables.groups, "groups", given),
-        consumers=tables.consumers,
-        configured_strategies=configured_strategies,
-    )
-    consumers = _check_consumers(
-        _Rows(tables.consumers, "consumers", given),
-        topic_queues=topic_queues.kept,
-        group_problems=group_problems,
-    )
-    splits = [brokers, topic_queues, groups, consumers]
-    queue_config = offsets = None
-    if tables.queue_config is not None:
-        queue_config = _check_queue_config(_Rows(tables.queue_config, "queue_config", given))
-        splits.append(queue_config)
-    if tables.offsets is not None:
-        offsets = _check_offsets(_Rows(tables.offsets, "offsets", given), topic_queues=topic_queues.kept)
-        splits.append(offsets)
-    producers = producer_keys = order_topics = None
-    if tables.producers is not None:
-        producers = _check_producers(
-            _Rows(tables.producers, "producers", given), topic_queues=topic_queues.kept
+    # The producers' side needs nothing of the consumers': checked beside them, in a thread.
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-checks") as pool:
+        producer_side = pool.submit(_check_producer_side, tables, topic_queues=topic_queues.kept)
+        groups, group_problems = _check_groups(
+            _Rows(tables.groups, "groups", given),
+            consumers=tables.consumers,
+            configured_strategies=configured_strategies,
         )
-        splits.append(producers)
-    if tables.producer_keys is not None:
-        hashing = producers.kept if producers else schemas_table(PRODUCERS)
-        producer_keys = _check_producer_keys(
-            _Rows(tables.producer_keys, "producer_keys", given), producers=hashing
+        consumers = _check_consumers(
+            _Rows(tables.consumers, "consumers", given),
+            topic_queues=topic_queues.kept,
+            group_problems=group_problems,
         )
-        splits.append(producer_keys)
-    if tables.order_topics is not None:
-        order_topics = _check_order_topics(_Rows(tables.order_topics, "order_topics", given))
-        splits.append(order_topics)
+        queue_config = offsets = None
+        if tables.queue_config is not None:
+            queue_config = _check_queue_config(_Rows(tables.queue_config, "queue_config", given))
+        if tables.offsets is not None:
+            offsets = _check_offsets(_Rows(tables.offsets, "offsets", given), topic_queues=topic_queues.kept)
+        producers, producer_keys, order_topics = producer_side.result()
+    every = [brokers, topic_queues, groups, consumers, queue_config, offsets]
+    splits = [s for s in [*every, producers, producer_keys, order_topics] if s is not None]
     checked = replace(
         tables,
         brokers=brokers.kept,
@@ -97,6 +86,24 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
         order_topics=order_topics.kept if order_topics else None,
     )
     return Checked(checked, pa.concat_tables([s.rejected for s in splits]))
+
+
+def _check_producer_side(
+    tables: Snapshot, *, topic_queues: pa.Table
+) -> tuple[_Split | None, _Split | None, _Split | None]:
+    """producers, producer_keys and order_topics, each checked where the snapshot has it."""
+    given = tables.given
+    producers = producer_keys = order_topics = None
+    if tables.producers is not None:
+        producers = _check_producers(_Rows(tables.producers, "producers", given), topic_queues=topic_queues)
+    if tables.producer_keys is not None:
+        hashing = producers.kept if producers else schemas_table(PRODUCERS)
+        producer_keys = _check_producer_keys(
+            _Rows(tables.producer_keys, "producer_keys", given), producers=hashing
+        )
+    if tables.order_topics is not None:
+        order_topics = _check_order_topics(_Rows(tables.order_topics, "order_topics", given))
+    return producers, producer_keys, order_topics
 
 
 @dataclass(frozen=True)
