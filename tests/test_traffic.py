@@ -327,3 +327,38 @@ def test_backlog_of_drained_tail_queues_is_not_stranded() -> None:
     ]
     metrics = staged(rows).group_metrics.set_index("phase")
     assert metrics.stranded_backlog.to_dict() == {0: 220, 1: 130}
+
+
+def test_a_conf_listing_a_broker_twice_sends_both_shares_to_its_queues(tmp_path) -> None:
+    # Topic t reads 2 queues on each of broker-a and broker-b (mqAll a0 a1 b0 b1). Its
+    # orderTopicConf "broker-a:2;broker-a:2" gives both clients the list a0 a1 a0 a1, so with
+    # ROUND_ROBIN each entry gets rate/4 and each of a's queues twice that:
+    #   Java 30 msgs/s + Go 10 msgs/s -> a0 = a1 = 30/2 + 10/2 = 20; b0 = b1 = 0, read, unwritten.
+    from rmqsim import simulate
+    from rmqsim.config import SimulateConfig
+    from tests.builders import broker_rows, consumer_rows, queue_rows
+
+    snapshot = make_snapshot(
+        tmp_path / "snapshot",
+        brokers=broker_rows("broker-a", "broker-b"),
+        topic_queues=queue_rows("t", {"broker-a": 2, "broker-b": 2}),
+        consumers=consumer_rows("g", "t", [C1]),
+        order_topics=[{"topic": "t", "order_conf": "broker-a:2;broker-a:2"}],
+        producers=[
+            {"topic": "t", "producer_group": "java", "msgs_per_s": 30.0},
+            {"topic": "t", "producer_group": "go", "msgs_per_s": 10.0, "language": "GO"},
+        ],
+    )
+    built = simulate.build_group_routes(None, SimulateConfig(snapshot=snapshot, out=str(tmp_path / "out")))
+    rows = built.traffic.queue_traffic.sort_by([("broker_name", "ascending"), ("queue_id", "ascending")])
+    assert [
+        (r["broker_name"], r["queue_id"], r["in_msgs_per_s"], r["written"], r["read"])
+        for r in rows.to_pylist()
+    ] == [
+        ("broker-a", 0, 20.0, True, True),
+        ("broker-a", 1, 20.0, True, True),
+        ("broker-b", 0, 0.0, False, True),
+        ("broker-b", 1, 0.0, False, True),
+    ]
+    assert built.traffic.topic_inflow["queue_inflow"].to_pylist() == [[20.0, 20.0, 0.0, 0.0]]
+    assert built.traffic.topic_inflow["stranded_inflow"].to_pylist() == [0.0]
