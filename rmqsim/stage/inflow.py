@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import combined, lookup_sorted, offsets, runs, sorted_unique, within_runs
+from rmqsim.arrays import combined, lookup_sorted, offsets, runs, runs_of, sorted_unique, within_runs
 from rmqsim.producers import hashing, shares
 from rmqsim.producers.latency import LATENCY_4X, LATENCY_5X, not_available_duration
 from rmqsim.producers.publish_list import PublishLists, go_publish_lists, java_publish_lists
@@ -500,11 +500,10 @@ def _queue_space(keys: RouteKeys, lists: Lists, mq_all: MqAll, facts: BrokerFact
     segment_pair = np.concatenate([run_key * n_b + run_b, mq_all.key * n_b + number(mq_all.broker)])
     segment_size = np.concatenate([run_size, mq_all.size])
     order = np.argsort(segment_pair, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(segment_pair[order]) != 0]) if len(order) else order
-    pair = segment_pair[order][starts]
-    base = offsets(np.maximum.reduceat(segment_size[order], starts) if len(order) else np.zeros(0, np.int64))
+    pair, starts, count = runs_of(segment_pair[order])
+    base = offsets(np.maximum.reduceat(segment_size[order], starts) if len(order) else count)
     segment_base = np.empty(len(order), dtype=np.int64)
-    segment_base[order] = np.repeat(base[:-1], np.diff(np.append(starts, len(order))))
+    segment_base[order] = np.repeat(base[:-1], count)
     n_runs = len(run_start)
     # Broker facts by (scenario, phase) and broker number, found per run; each route key's phase.
     phases = pa.concat_arrays(

@@ -290,17 +290,16 @@ def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[st
     """consumers with each client's capacity: its own, else its group's (docs/CONTRACT.md, 2d)."""
     keys = [*by, "group"]
     defaults = pa.table({**{k: groups[k] for k in keys}, "_group_capacity": groups["capacity_msgs_per_s"]})
+    # The checks keep one groups row per group, and steps only add rows for groups without one:
+    # each consumer row finds at most one, so a lookup (a null key finds none).
     pairs = _numbered(consumers, keys, "_left").join(_numbered(defaults, keys, "_right"), keys)
-    if pairs.num_rows == consumers.num_rows:  # one groups row per group: a lookup, not a join
-        right = pairs.sort_by("_left")["_right"]
-        filled = pc.coalesce(consumers["capacity_msgs_per_s"], defaults["_group_capacity"].take(right))
-        return consumers.set_column(
-            consumers.column_names.index("capacity_msgs_per_s"), "capacity_msgs_per_s", filled
-        )
-    joined = _left_join(consumers, defaults, keys)
-    filled = pc.coalesce(joined["capacity_msgs_per_s"], joined["_group_capacity"])
-    at = joined.column_names.index("capacity_msgs_per_s")
-    return joined.set_column(at, "capacity_msgs_per_s", filled).drop_columns(["_group_capacity"])
+    if pairs.num_rows != consumers.num_rows:
+        raise ValueError("a group with more than one groups row")
+    right = pairs.sort_by("_left")["_right"]
+    filled = pc.coalesce(consumers["capacity_msgs_per_s"], defaults["_group_capacity"].take(right))
+    return consumers.set_column(
+        consumers.column_names.index("capacity_msgs_per_s"), "capacity_msgs_per_s", filled
+    )
 
 
 def normalised_strategy(groups: pa.Table) -> pa.Array:

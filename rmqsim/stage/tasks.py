@@ -54,10 +54,11 @@ def split_by_group(routes: pa.Table, parts: int) -> list[pa.Table]:
     if n == 0:
         return [routes]
     same = np.ones(n, dtype=bool)
+    same[0] = False  # the first row starts a group
     for column in GROUP_KEY:
         values = routes[column]
         same[1:] &= pc.equal(values.slice(1), values.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(~same | (np.arange(n) == 0))
+    starts = np.flatnonzero(~same)
     wanted = np.arange(1, parts) * n / parts
     cuts = np.unique(np.r_[0, starts[np.minimum(np.searchsorted(starts, wanted), len(starts) - 1)], n])
     return [routes.slice(a, b - a) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
