@@ -214,6 +214,8 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
     consumers = rows.table
     at = pc.index_in(consumers["group"], value_set=combined(group_problems["group"]), skip_nulls=True)
     problem = combined(group_problems["problem"]).take(combined(at))
+    # Only a client on more than one row (several topics) can disagree with itself.
+    shared = _repeated(consumers, ["group", "client_id"])
     return _split(
         rows,
         rules=[
@@ -224,22 +226,37 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
             ),
             (pc.is_valid(problem), _concat("group '", consumers["group"], "' is not simulated: ", problem)),
             *_rate_rules(consumers, "capacity_msgs_per_s"),
-            _disagreeing(rows, "capacity_msgs_per_s", pc.is_valid(consumers["capacity_msgs_per_s"])),
-            _disagreeing(rows, "designated_aware", pc.is_valid(consumers["designated_aware"])),
+            *(_disagreeing(rows, c, shared) for c in ("capacity_msgs_per_s", "designated_aware")),
         ],
     )
 
 
-def _disagreeing(rows: _Rows, column: str, given: pa.Array) -> tuple[pa.Array, pa.Array]:
+def _repeated(table: pa.Table, columns: list[str]) -> np.ndarray:
+    """Whether each row's values of ``columns`` (null a value like any other) are on another row."""
+    code = np.zeros(table.num_rows, np.int64)
+    for c in columns:
+        encoded = pc.dictionary_encode(combined(table[c]), null_encoding="encode")
+        if len(code) and int(code.max()) >= (1 << 62) // max(len(encoded.dictionary), 1):
+            code = np.unique(code, return_inverse=True)[1]  # renumbered densely, not to overflow
+        code = code * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(code, kind="stable")
+    same = code[order][1:] == code[order][:-1]
+    repeated = np.zeros(table.num_rows, bool)
+    repeated[order[1:][same]] = repeated[order[:-1][same]] = True
+    return repeated
+
+
+def _disagreeing(rows: _Rows, column: str, shared: np.ndarray) -> tuple[pa.Array, _Objects]:
     """A rule for a per-process value (section 2d) that rows of one (group, client_id) must agree
     on: each row whose given value differs from the first given one (in JSON order) is rejected,
-    naming both; a client's value is never averaged or picked silently. Only the clients whose rows
-    disagree are put in JSON order: nearly every client agrees with itself."""
+    naming both; a client's value is never averaged or picked silently. ``shared``: the rows whose
+    client is on another row too, the only ones looked at; only the clients whose rows disagree
+    are put in JSON order: nearly every client agrees with itself."""
     table = rows.table
     n = table.num_rows
-    given = pc.fill_null(combined(given), False).to_numpy(zero_copy_only=False)
+    given = pc.fill_null(pc.is_valid(table[column]), False).to_numpy(zero_copy_only=False)
     reason = np.full(n, None, dtype=object)
-    at = np.flatnonzero(given)
+    at = np.flatnonzero(given & shared)
     if len(at) > 1:
         client = ["group", "client_id"]
         sub = table.select([*client, column]).take(pa.array(at)).append_column("_at", pa.array(at))
@@ -269,7 +286,7 @@ def _disagreeing(rows: _Rows, column: str, given: pa.Array) -> tuple[pa.Array, p
                 f"{column} {texts[i]!r} disagrees with {texts[f]!r} on another row of this client "
                 "in this group: it is the process's, over all its topics"
             )
-    return pa.array(reason != None), pa.array(reason, pa.string())  # noqa: E711
+    return pa.array(reason != None), _Objects(reason)  # noqa: E711
 
 
 def _joined(table: pa.Table, columns: list[str]) -> np.ndarray:
@@ -421,13 +438,17 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
         _unknown_value("message_model", groups["message_model"], MESSAGE_MODELS),
         _unknown_value("rebalance", groups["rebalance"], REBALANCES, lower=True),
         _unknown_value("request_mode", groups["request_mode"], REQUEST_MODES),
-        *(pc.if_else(bad, reason, _NULL) for bad, reason in _rate_rules(groups, "capacity_msgs_per_s")),
+        *(
+            pc.if_else(bad, _per_row(reason, groups.num_rows), _NULL)
+            for bad, reason in _rate_rules(groups, "capacity_msgs_per_s")
+        ),
         _not_ips(groups["designated_ips"]),
     ]
     if configured_strategies:
         strategy = normalised(pc.coalesce(groups["strategy"], "AVG"))
         known = pc.is_in(strategy, value_set=pa.array(list(STRATEGIES), pa.string()))
-        problems.append(pc.if_else(known, _NULL, _concat("unknown strategy '", strategy, "'")))
+        unknown = _concat("unknown strategy '", strategy, "'")
+        problems.append(pc.if_else(known, _NULL, _per_row(unknown, groups.num_rows)))
     return combined(pc.coalesce(*problems))
 
 
@@ -451,12 +472,49 @@ def _unknown_value(name: str, value, allowed: Sequence[str], *, lower: bool = Fa
     shown = [a.lower() for a in allowed] if lower else list(allowed)
     expected = ", ".join(shown[:-1]) + " or " + shown[-1]
     bad = pc.invert(pc.fill_null(pc.is_in(normalised(value), value_set=pa.array(allowed)), True))
-    return pc.if_else(bad, _concat(f"unknown {name} '", value, f"': expected {expected}"), _NULL)
+    reason = _concat(f"unknown {name} '", value, f"': expected {expected}")
+    return pc.if_else(bad, _per_row(reason, len(value)), _NULL)
 
 
 # ------------------------------------------------------------------ rules
 
-Reason = str | pa.Array  # a fixed reason, or one per row
+
+@dataclass(frozen=True)
+class _Text:
+    """A reason per row, its parts (text, columns, numbers) joined only for the rows asked
+    for: null where any part is. Most rows break no rule, and strings for every row of a large
+    table cost more than the checks themselves."""
+
+    parts: tuple
+
+    def at(self, rows: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(*(_part_at(p, rows) for p in self.parts), "")
+
+
+@dataclass(frozen=True)
+class _Number:
+    """A number as Python writes it (an integer in decimal)."""
+
+    values: pa.Array | pa.ChunkedArray
+
+    def at(self, rows: np.ndarray) -> pa.Array:
+        values = combined(self.values).take(pa.array(rows))
+        if not pa.types.is_floating(values.type):
+            return pc.cast(values, pa.string())
+        return pa.array([None if v is None else repr(v) for v in values.to_pylist()], pa.string())
+
+
+@dataclass(frozen=True)
+class _Objects:
+    """A reason per row, already written (None: none)."""
+
+    texts: np.ndarray  # of str or None
+
+    def at(self, rows: np.ndarray) -> pa.Array:
+        return pa.array(self.texts[rows], pa.string())
+
+
+Reason = str | pa.Array | _Text | _Number | _Objects  # a fixed reason, or one per row
 _NULL = pa.scalar(None, pa.string())
 
 
@@ -479,36 +537,43 @@ class _Split:
 
 def _split(rows: _Rows, *, rules: Sequence[tuple[pa.Array, Reason] | _Repeat]) -> _Split:
     table, source = rows.table, rows.source
-    reason = _reasons(table, rules, shown=rows.shown)
-    bad = pc.is_valid(reason)
-    rejected = table.filter(bad)
+    at, reason = _reasons(table, rules, shown=rows.shown)
+    bad = np.zeros(table.num_rows, bool)
+    bad[at] = True
+    rejected = table.take(pa.array(at))
     rows = pa.table(
-        [
-            pa.repeat(pa.scalar(source), rejected.num_rows),
-            reason.filter(bad),
-            row_json(rejected.select(rows.shown)),
-        ],
+        [pa.repeat(pa.scalar(source), len(at)), reason, row_json(rejected.select(rows.shown))],
         schema=REJECTS_ARROW,
     )
-    return _Split(table.filter(pc.invert(bad)), rows)
+    return _Split(table.filter(pa.array(~bad)), rows)
 
 
 def _reasons(
     table: pa.Table, rules: Sequence[tuple[pa.Array, Reason] | _Repeat], *, shown: list[str]
-) -> pa.Array:
-    """The reason of the first rule each row breaks, null where it breaks none. A rule whose
-    condition is null is not broken, and one whose reason is null gives way to the next."""
-    reason = pa.nulls(table.num_rows, pa.string())
+) -> tuple[np.ndarray, pa.Array]:
+    """The rows that break a rule (ascending) and the reason of the first each breaks. A rule
+    whose condition is null is not broken, and one whose reason is null gives way to the next.
+    A reason is worked out only for the rows its rule is the first to reject: few rows are."""
+    unset = np.ones(table.num_rows, bool)  # no reason yet
     broken = np.zeros(table.num_rows, bool)  # by any rule so far, whatever its reason
+    found: list[tuple[np.ndarray, pa.Array]] = []
     for rule in rules:
         if isinstance(rule, _Repeat):
-            bad = pa.array(_later(table, rule.key, broken, rule.prefer, shown=shown))
-            text = rule.reason
+            bad, text = _later(table, rule.key, broken, rule.prefer, shown=shown), rule.reason
         else:
-            bad, text = combined(pc.fill_null(rule[0], False)), rule[1]
-        reason = pc.coalesce(reason, pc.if_else(bad, text, _NULL))
-        broken |= bad.to_numpy(zero_copy_only=False)
-    return combined(reason)
+            bad, text = combined(pc.fill_null(rule[0], False)).to_numpy(zero_copy_only=False), rule[1]
+        at = np.flatnonzero(bad & unset)
+        if len(at):
+            values = _reason_at(text, at)
+            given = values.is_valid().to_numpy(zero_copy_only=False)
+            found.append((at[given], values.filter(pa.array(given))))
+            unset[at[given]] = False
+        broken |= bad
+    if not found:
+        return np.empty(0, np.int64), pa.array([], pa.string())
+    at = np.concatenate([a for a, _ in found])
+    order = np.argsort(at, kind="stable")
+    return at[order], pa.concat_arrays([v for _, v in found]).take(pa.array(order))
 
 
 def _later(
@@ -580,8 +645,8 @@ def _rate_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
     infinite, negative = pc.is_inf(value), pc.less(value, 0)
     return [
         (pc.is_nan(value), f"{column} is not a number"),
-        (infinite, _concat(f"{column} ", _text(value, only=infinite), " is not finite")),
-        (negative, _concat(f"{column} ", _text(value, only=negative), " is negative")),
+        (infinite, _concat(f"{column} ", _text(value), " is not finite")),
+        (negative, _concat(f"{column} ", _text(value), " is negative")),
     ]
 
 
@@ -590,18 +655,27 @@ def _known(values, keys) -> pa.Array:
     return pc.is_in(values, value_set=combined(pc.unique(keys)), skip_nulls=True)
 
 
-def _concat(*parts) -> pa.Array:
-    """The parts joined: null where any part is."""
-    return pc.binary_join_element_wise(*parts, "")
+def _part_at(part, rows: np.ndarray):
+    return part if isinstance(part, str) else _reason_at(part, rows)
 
 
-def _text(values, only=None) -> pa.Array:
-    """A number as Python writes it (an integer in decimal); with ``only`` (a mask), null
-    elsewhere: a double is written one at a time, so only for the rows a rule rejects."""
-    if not pa.types.is_floating(values.type):
-        return pc.cast(values, pa.string())
-    values = combined(values)
-    at = np.arange(len(values)) if only is None else np.flatnonzero(pc.fill_null(combined(only), False))
-    text = np.full(len(values), None, dtype=object)
-    text[at] = [None if v is None else repr(v) for v in values.take(pa.array(at)).to_pylist()]
-    return pa.array(text, pa.string())
+def _reason_at(reason: Reason, rows: np.ndarray) -> pa.Array:
+    """``reason`` at ``rows``: a fixed one repeated, or each row's."""
+    if isinstance(reason, str):
+        return pa.repeat(pa.scalar(reason), len(rows))
+    if isinstance(reason, (_Text, _Number, _Objects)):
+        return reason.at(rows)
+    return combined(reason).take(pa.array(rows))
+
+
+def _per_row(reason: Reason, n: int) -> pa.Array:
+    """``reason`` for every one of ``n`` rows (a groups problem is a column of its own)."""
+    return _reason_at(reason, np.arange(n))
+
+
+def _concat(*parts) -> _Text:
+    return _Text(parts)
+
+
+def _text(values) -> _Number:
+    return _Number(values)
