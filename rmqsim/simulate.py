@@ -6,6 +6,7 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -111,11 +112,12 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         isinstance(s, parse.Designate) for s in steps
     )
     by = schemas.PHASE
-    topic_routes = routes.topic_routes(staged.topic_queues, brokers=staged.brokers, by=by)
-    # Where the messages go needs no client: worked in a thread beside the client lists (numpy
-    # and pyarrow let go of the GIL), on the core the JVM leaves once it is up.
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-traffic") as pool:
-        flows = pool.submit(_traffic, staged, valid, topic_routes, runs)
+    # Where the messages go needs no client, and the topics' routes only at its end: both worked
+    # in threads beside the client lists (numpy and pyarrow let go of the GIL), on the cores the
+    # JVM leaves once it is up.
+    with ThreadPoolExecutor(2, thread_name_prefix="rmqsim-routes") as pool:
+        routing = pool.submit(routes.topic_routes, staged.topic_queues, brokers=staged.brokers, by=by)
+        flows = pool.submit(_traffic, staged, valid, routing.result, runs)
         consumers = staged.consumers
         if capacities:
             consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
@@ -132,6 +134,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
             clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
         )
         stale_views = apply.stale_views(valid, runs)
+        topic_routes = routing.result()
         traffic, topic_inflow = flows.result()
     group_routes = routes.group_routes(
         clients,
@@ -173,10 +176,14 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
 
 
 def _traffic(
-    staged: Snapshot, valid: Snapshot, topic_routes: pa.Table, runs: tuple[parse.Scenario, ...]
+    staged: Snapshot,
+    valid: Snapshot,
+    topic_routes: Callable[[], pa.Table],
+    runs: tuple[parse.Scenario, ...],
 ) -> tuple[inflow.Traffic | None, pa.Table | None]:
     """The run's traffic (None without producers or rates), and the per-topic inflow the routes
-    carry: with offsets but no rates, still the queues each phase drained (stranded_backlog)."""
+    carry: with offsets but no rates, still the queues each phase drained (stranded_backlog).
+    ``topic_routes`` waits for the routes (inflow.traffic asks for them late)."""
     sent = dict(brokers=staged.brokers, topic_queues=staged.topic_queues, topic_routes=topic_routes)
     if staged.producers is not None:
         traffic = inflow.traffic(

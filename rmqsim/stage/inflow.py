@@ -103,31 +103,36 @@ def traffic(
     brokers: pa.Table,
     topic_queues: pa.Table,
     producers: pa.Table,
-    topic_routes: pa.Table,
+    topic_routes: pa.Table | Callable[[], pa.Table],
     producer_keys: pa.Table | None = None,
     order_topics: pa.Table | None = None,
     offsets: pa.Table | None = None,
 ) -> Traffic:
     """Every phase's traffic. The tables are keyed by (scenario, phase) (scenarios.apply.phased)
     but for the keys, the order confs and the offsets, which describe the fleet; ``topic_routes``
-    is routes.topic_routes' (the consumers' mqAll of every phase and topic).
+    is routes.topic_routes' of ``topic_queues`` (the consumers' mqAll of every phase and topic),
+    or a function that returns it: it is wanted only once every population's sends are worked
+    out, so it can be built meanwhile.
 
     Rates are summed in an order of their own (populations and keys sorted), so the same fleet
     gives the same figures to the last bit, whatever the order of its rows."""
     producers = producers.sort_by([(c, "ascending") for c in producers.column_names])
     if producer_keys is not None:
         producer_keys = producer_keys.sort_by([(c, "ascending") for c in producer_keys.column_names])
-    keys = _route_keys(topic_queues, producers, topic_routes)
+    keys = _route_keys(topic_queues, producers)
     facts = _broker_facts(brokers)
     pops = _populations(producers, keys)
     lists = _publish_lists(topic_queues, facts, keys, order_topics, go_keys=_go_keys(pops, keys))
+    list_runs = _list_runs(keys, lists)
+    targets = _targets(keys, list_runs, facts)
+    entry, rate = _population_entries(pops, lists, targets, producer_keys)
+    topic_routes = topic_routes() if callable(topic_routes) else topic_routes
     mq_all = _mq_all(topic_routes, keys)
-    space = _queue_space(keys, lists, mq_all, facts)
-    entry, rate = _population_entries(pops, lists, space, producer_keys)
-    sent = space.master[entry]  # only an orderTopicConf can list a broker whose master is down
+    space = _queue_space(list_runs, mq_all)
+    sent = targets.master[entry]  # only an orderTopicConf can list a broker whose master is down
     # Each queue's sends summed in population order: the same bits every run.
     inflow = np.bincount(space.entry_slot[entry[sent]], weights=rate[sent], minlength=space.slots)
-    written = _written_queues(space, lists, pops)
+    written = _written_queues(space, targets, lists, pops)
     read = np.zeros(space.slots, dtype=bool)
     read[space.mq_slot] = True
 
@@ -140,7 +145,7 @@ def traffic(
         topic_inflow=_with_drained(
             _against_mq_all(keys, space, inflow, read, mq_all, topic_routes), queue_traffic
         ),
-        unroutable=_unroutable(pops, keys, lists, failed=(space.entry_key[entry[~sent]], rate[~sent])),
+        unroutable=_unroutable(pops, keys, lists, failed=(targets.key[entry[~sent]], rate[~sent])),
         rejects=_unroutable_rejects(pops, keys, lists),
         build_queue_traffic=build if queue_traffic is None else lambda: queue_traffic,
     )
@@ -173,12 +178,10 @@ def _lookup(keys: pa.Table, table: pa.Table, columns: list[str]) -> np.ndarray:
     return pc.fill_null(at, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _route_keys(topic_queues: pa.Table, producers: pa.Table, topic_routes: pa.Table) -> RouteKeys:
+def _route_keys(topic_queues: pa.Table, producers: pa.Table) -> RouteKeys:
+    """The keys of the topic_queues and producers rows: the routes' are the topic_queues'."""
     every = pa.concat_tables(
-        [
-            t.select(ROUTE_KEY).cast(topic_routes.select(ROUTE_KEY).schema)
-            for t in (topic_routes, topic_queues, producers)
-        ]
+        [t.select(ROUTE_KEY).cast(topic_queues.select(ROUTE_KEY).schema) for t in (topic_queues, producers)]
     )
     return RouteKeys(every.group_by(ROUTE_KEY, use_threads=False).aggregate([]))
 
@@ -333,7 +336,7 @@ def _family(pops: Populations, lists: Lists) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _population_entries(
-    pops: Populations, lists: Lists, space: QueueSpace, producer_keys: pa.Table | None
+    pops: Populations, lists: Lists, targets: Targets, producer_keys: pa.Table | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each population's list, flat: (the entry of the concatenated lists, messages per second).
     Outside HASH, a share depends on the list and the population's rule alone: each rule's
@@ -348,17 +351,17 @@ def _population_entries(
         (~pops.avoids & ~pops.hash, lambda lists, _: shares.round_robin_shares(lists)),
         (
             avoids & pops.before_5_1_4,
-            lambda lists, e: shares.folded_latency_shares(lists, ~space.avoided_4x[e]),
+            lambda lists, e: shares.folded_latency_shares(lists, ~targets.avoided_4x[e]),
         ),
         (
             avoids & ~pops.before_5_1_4,
-            lambda lists, e: shares.latency_avoiding_shares(lists, ~space.avoided_5x[e]),
+            lambda lists, e: shares.latency_avoiding_shares(lists, ~targets.avoided_5x[e]),
         ),
     )
     for chosen, rule in rules:
         if chosen.any():
             java, go = pops.key[chosen & ~pops.go], pops.key[chosen & pops.go]
-            worked = _rule_shares(lists, len(space.entry_slot), java, go, rule)
+            worked = _rule_shares(lists, len(targets.key), java, go, rule)
             at = chosen[owner]
             share[at] = worked[entry[at]]
     if pops.hash.any():
@@ -441,23 +444,97 @@ def _hash_shares(
 
 
 @dataclass(frozen=True)
+class ListRuns:
+    """The concatenated Java and Go lists (Go's entries after Java's) as runs of entries from one
+    QueueData or conf item, whose queue ids count 0, 1, ... from the run's start."""
+
+    entry_key: np.ndarray  # per entry, its route key
+    start: np.ndarray  # per run, its first entry
+    size: np.ndarray
+    broker: pa.Array  # per run, its broker's name
+
+    @property
+    def key(self) -> np.ndarray:
+        return self.entry_key[self.start]
+
+
+def _list_runs(keys: RouteKeys, lists: Lists) -> ListRuns:
+    entry_key = np.concatenate(
+        [
+            np.repeat(np.arange(len(keys)), np.diff(lists.java.offsets)),
+            np.repeat(np.arange(len(keys)), np.diff(lists.go.offsets)),
+        ]
+    )
+    source = np.concatenate([lists.java.source, len(lists.java.source_broker) + lists.go.source])
+    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id])
+    start = np.flatnonzero(queue_id == 0)
+    brokers = pa.concat_arrays([lists.java.source_broker, lists.go.source_broker])
+    return ListRuns(
+        entry_key=entry_key,
+        start=start,
+        size=np.diff(np.append(start, len(queue_id))),
+        broker=brokers.take(pa.array(source[start])),
+    )
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Per entry of the concatenated lists: its route key, whether its broker's master takes
+    sends, and whether its send latency makes a fault-tolerant producer avoid it (by the 4.x
+    table and by the 5.x one)."""
+
+    key: np.ndarray
+    master: np.ndarray
+    avoided_4x: np.ndarray
+    avoided_5x: np.ndarray
+
+
+def _targets(keys: RouteKeys, list_runs: ListRuns, facts: BrokerFacts) -> Targets:
+    """Broker facts by (scenario, phase) and broker, found per run, then spread over its entries."""
+    names = pa.concat_arrays([list_runs.broker, combined(facts.table["broker_name"])]).unique()
+    n_b = len(names)
+
+    def number(values: pa.Array) -> np.ndarray:
+        return pc.index_in(values, value_set=names).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    phases = pa.concat_arrays(
+        [_joined_key(keys.table, list(PHASE)), _joined_key(facts.table, list(PHASE))]
+    ).unique()
+    key_phase = (
+        pc.index_in(_joined_key(keys.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
+    )
+    fact_phase = (
+        pc.index_in(_joined_key(facts.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
+    )
+    fact_code = fact_phase * n_b + number(combined(facts.table["broker_name"]))
+    fact_order = np.argsort(fact_code)
+    at, hit = lookup_sorted(fact_code[fact_order], key_phase[list_runs.key] * n_b + number(list_runs.broker))
+    row = fact_order[at]
+    master = hit & pc.fill_null(facts.table["has_master"], False).to_numpy(zero_copy_only=False)[row]
+    # Per broker and phase first (a few rows), then per run, then per entry.
+    latency = pc.fill_null(facts.table["send_latency_ms"], 0.0).to_numpy(zero_copy_only=False)
+    avoided_4x = hit & (not_available_duration(latency, table=LATENCY_4X) > 0)[row]
+    avoided_5x = hit & (not_available_duration(latency, table=LATENCY_5X) > 0)[row]
+    return Targets(
+        key=list_runs.entry_key,
+        master=np.repeat(master, list_runs.size),
+        avoided_4x=np.repeat(avoided_4x, list_runs.size),
+        avoided_5x=np.repeat(avoided_5x, list_runs.size),
+    )
+
+
+@dataclass(frozen=True)
 class QueueSpace:
     """Every queue the run writes or reads, numbered densely: each (route key, broker) pair,
     brokers numbered by name, holds as many slots as its highest queue id + 1, the pairs in
     (key, broker) order. Slot order is thus (key, broker, queue id) order, and queues are summed,
     matched and flagged by indexing arrays, not by sorting or searching. Per entry of the
-    concatenated Java and Go lists: its slot, its route key, whether its broker's master takes
-    sends, and whether its send latency makes a fault-tolerant producer avoid it (by the 4.x
-    table and by the 5.x one); per queue of mqAll (MqAll's order), its slot."""
+    concatenated Java and Go lists, its slot; per queue of mqAll (MqAll's order), its slot."""
 
     brokers: pa.Array  # the names, by number (sorted)
     pair: np.ndarray  # per pair: route key * len(brokers) + broker number, ascending
     base: np.ndarray  # per pair, its first slot; then the number of slots
     entry_slot: np.ndarray
-    entry_key: np.ndarray
-    master: np.ndarray
-    avoided_4x: np.ndarray
-    avoided_5x: np.ndarray
     mq_slot: np.ndarray
 
     @property
@@ -479,75 +556,35 @@ class QueueSpace:
         return (slot - self.base[self.slot_pair[slot]]).astype(np.int32)
 
 
-def _queue_space(keys: RouteKeys, lists: Lists, mq_all: MqAll, facts: BrokerFacts) -> QueueSpace:
-    sources = [lists.java.source_broker, lists.go.source_broker]
-    names = pa.concat_arrays([*sources, mq_all.broker, combined(facts.table["broker_name"])]).unique()
+def _queue_space(list_runs: ListRuns, mq_all: MqAll) -> QueueSpace:
+    names = pa.concat_arrays([list_runs.broker, mq_all.broker]).unique()
     names = names.take(pc.sort_indices(names))
     n_b = len(names)
 
     def number(values: pa.Array) -> np.ndarray:
         return pc.index_in(values, value_set=names).to_numpy(zero_copy_only=False).astype(np.int64)
 
-    # Runs of entries from one QueueData or conf item: queue ids 0, 1, ... from each run's start.
-    entry_key = _entry_keys(keys, lists)
-    source = np.concatenate([lists.java.source, len(lists.java.source_broker) + lists.go.source])
-    source_b = number(pa.concat_arrays(sources))
-    queue_id = np.concatenate([lists.java.queue_id, lists.go.queue_id]).astype(np.int64)
-    run_start = np.flatnonzero(queue_id == 0)
-    run_size = np.diff(np.append(run_start, len(queue_id)))
-    run_key, run_b = entry_key[run_start], source_b[source[run_start]]
     # Pairs: every run's and every mqAll broker's, each as long as its longest run.
-    segment_pair = np.concatenate([run_key * n_b + run_b, mq_all.key * n_b + number(mq_all.broker)])
-    segment_size = np.concatenate([run_size, mq_all.size])
+    segment_pair = np.concatenate(
+        [list_runs.key * n_b + number(list_runs.broker), mq_all.key * n_b + number(mq_all.broker)]
+    )
+    segment_size = np.concatenate([list_runs.size, mq_all.size])
     order = np.argsort(segment_pair, kind="stable")
     pair, starts, count = runs_of(segment_pair[order])
     base = offsets(np.maximum.reduceat(segment_size[order], starts) if len(order) else count)
     segment_base = np.empty(len(order), dtype=np.int64)
     segment_base[order] = np.repeat(base[:-1], count)
-    n_runs = len(run_start)
-    # Broker facts by (scenario, phase) and broker number, found per run; each route key's phase.
-    phases = pa.concat_arrays(
-        [_joined_key(keys.table, list(PHASE)), _joined_key(facts.table, list(PHASE))]
-    ).unique()
-    key_phase = (
-        pc.index_in(_joined_key(keys.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
-    )
-    fact_phase = (
-        pc.index_in(_joined_key(facts.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
-    )
-    fact_code = fact_phase * n_b + number(combined(facts.table["broker_name"]))
-    fact_order = np.argsort(fact_code)
-    at, hit = lookup_sorted(fact_code[fact_order], key_phase[run_key] * n_b + run_b)
-    row = fact_order[at]
-    master = hit & pc.fill_null(facts.table["has_master"], False).to_numpy(zero_copy_only=False)[row]
-    # Per broker and phase first (a few rows), then per run, then per entry.
-    latency = pc.fill_null(facts.table["send_latency_ms"], 0.0).to_numpy(zero_copy_only=False)
-    avoided_4x = hit & (not_available_duration(latency, table=LATENCY_4X) > 0)[row]
-    avoided_5x = hit & (not_available_duration(latency, table=LATENCY_5X) > 0)[row]
+    n_runs = len(list_runs.start)
     return QueueSpace(
         brokers=names,
         pair=pair,
         base=base,
-        entry_slot=runs(segment_base[:n_runs], run_size),
-        entry_key=entry_key,
-        master=np.repeat(master, run_size),
-        avoided_4x=np.repeat(avoided_4x, run_size),
-        avoided_5x=np.repeat(avoided_5x, run_size),
+        entry_slot=runs(segment_base[:n_runs], list_runs.size),
         mq_slot=runs(segment_base[n_runs:], mq_all.size),
     )
 
 
-def _entry_keys(keys: RouteKeys, lists: Lists) -> np.ndarray:
-    """The route key of every entry of the concatenated Java and Go lists."""
-    return np.concatenate(
-        [
-            np.repeat(np.arange(len(keys)), np.diff(lists.java.offsets)),
-            np.repeat(np.arange(len(keys)), np.diff(lists.go.offsets)),
-        ]
-    )
-
-
-def _written_queues(space: QueueSpace, lists: Lists, pops: Populations) -> np.ndarray:
+def _written_queues(space: QueueSpace, targets: Targets, lists: Lists, pops: Populations) -> np.ndarray:
     """Per slot, whether a topic's producers write to it (their lists'), or a Java producer
     would where the topic has none."""
     n_keys = len(lists.java.offsets) - 1
@@ -557,7 +594,7 @@ def _written_queues(space: QueueSpace, lists: Lists, pops: Populations) -> np.nd
     produced_java[pops.key[~pops.go & (pops.key >= 0)]] = True
     use_java = produced_java | ~produced_go
     n_java = len(lists.java.queue_id)
-    family = np.r_[use_java[space.entry_key[:n_java]], produced_go[space.entry_key[n_java:]]]
+    family = np.r_[use_java[targets.key[:n_java]], produced_go[targets.key[n_java:]]]
     written = np.zeros(space.slots, dtype=bool)
     written[space.entry_slot[family]] = True
     return written
@@ -577,6 +614,8 @@ class MqAll:
 
 def _mq_all(topic_routes: pa.Table, keys: RouteKeys) -> MqAll:
     route_key = keys.code(topic_routes)
+    if (route_key < 0).any():
+        raise ValueError("topic_routes has a (scenario, phase, topic) that topic_queues has not")
     names = combined(topic_routes["broker_names"])
     nums = (
         pc.list_flatten(combined(topic_routes["read_queue_nums"]))
