@@ -289,14 +289,22 @@ def client_lists(
 def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     """consumers with each client's capacity: its own, else its group's (docs/CONTRACT.md, 2d)."""
     keys = [*by, "group"]
+    own = consumers["capacity_msgs_per_s"]
+    # Only the rows without a capacity of their own look their group's up.
+    missing = np.flatnonzero(pc.is_null(combined(own)).to_numpy(zero_copy_only=False))
+    if not len(missing):
+        return consumers
+    asking = consumers.select(keys).take(pa.array(missing))
     defaults = pa.table({**{k: groups[k] for k in keys}, "_group_capacity": groups["capacity_msgs_per_s"]})
     # The checks keep one groups row per group, and steps only add rows for groups without one:
     # each consumer row finds at most one, so a lookup (a null key finds none).
-    pairs = _numbered(consumers, keys, "_left").join(_numbered(defaults, keys, "_right"), keys)
-    if pairs.num_rows != consumers.num_rows:
+    pairs = _numbered(asking, keys, "_left").join(_numbered(defaults, keys, "_right"), keys)
+    if pairs.num_rows != asking.num_rows:
         raise ValueError("a group with more than one groups row")
     right = pairs.sort_by("_left")["_right"]
-    filled = pc.coalesce(consumers["capacity_msgs_per_s"], defaults["_group_capacity"].take(right))
+    filled = pc.replace_with_mask(
+        combined(own), pc.is_null(combined(own)), combined(defaults["_group_capacity"].take(right))
+    )
     return consumers.set_column(
         consumers.column_names.index("capacity_msgs_per_s"), "capacity_msgs_per_s", filled
     )
