@@ -566,6 +566,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     args = parser().parse_args(argv)
+    if args.command in ("demo", "simulate"):
+        from rmqsim.freed_memory import keep_freed_memory
+
+        keep_freed_memory()
     try:
         if args.command == "demo":
             from rmqsim.config import sample_scenarios, sample_snapshot
