@@ -125,13 +125,13 @@ def traffic(
     lists = _publish_lists(topic_queues, facts, keys, order_topics, go_keys=_go_keys(pops, keys))
     list_runs = _list_runs(keys, lists)
     targets = _targets(keys, list_runs, facts)
-    entry, rate = _population_entries(pops, lists, targets, producer_keys)
+    rate = _entry_rates(pops, lists, targets, producer_keys)
     topic_routes = topic_routes() if callable(topic_routes) else topic_routes
     mq_all = _mq_all(topic_routes, keys)
     space = _queue_space(list_runs, mq_all)
-    sent = targets.master[entry]  # only an orderTopicConf can list a broker whose master is down
-    # Each queue's sends summed in population order: the same bits every run.
-    inflow = np.bincount(space.entry_slot[entry[sent]], weights=rate[sent], minlength=space.slots)
+    sent = targets.master  # only an orderTopicConf can list a broker whose master is down
+    # Each queue's sends summed in entry order: the same bits every run.
+    inflow = np.bincount(space.entry_slot[sent], weights=rate[sent], minlength=space.slots)
     written = _written_queues(space, targets, lists, pops)
     read = np.zeros(space.slots, dtype=bool)
     read[space.mq_slot] = True
@@ -145,7 +145,7 @@ def traffic(
         topic_inflow=_with_drained(
             _against_mq_all(keys, space, inflow, read, mq_all, topic_routes), queue_traffic
         ),
-        unroutable=_unroutable(pops, keys, lists, failed=(targets.key[entry[~sent]], rate[~sent])),
+        unroutable=_unroutable(pops, keys, lists, failed=(targets.key[~sent], rate[~sent])),
         rejects=_unroutable_rejects(pops, keys, lists),
         build_queue_traffic=build if queue_traffic is None else lambda: queue_traffic,
     )
@@ -174,8 +174,21 @@ def _joined_key(table: pa.Table, columns: list[str]) -> pa.Array:
 
 
 def _lookup(keys: pa.Table, table: pa.Table, columns: list[str]) -> np.ndarray:
-    at = pc.index_in(_joined_key(table, columns), value_set=_joined_key(keys, columns))
-    return pc.fill_null(at, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    """Each row of ``table``'s index in ``keys`` (whose rows are distinct) by ``columns``; -1 where
+    none. A null matches a null. Each column is numbered over both tables, then the numbers are
+    combined and searched: no strings are joined."""
+    n = keys.num_rows
+    code = np.zeros(n + table.num_rows, np.int64)
+    for c in columns:
+        both = pa.concat_arrays([combined(keys[c]), combined(table[c]).cast(keys.schema.field(c).type)])
+        encoded = pc.dictionary_encode(both, null_encoding="encode")
+        size = max(len(encoded.dictionary), 1)
+        if len(code) and int(code.max()) >= (1 << 62) // size:
+            code = np.unique(code, return_inverse=True)[1].astype(np.int64)  # renumbered, not to overflow
+        code = code * size + encoded.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(code[:n], kind="stable")
+    at, found = lookup_sorted(code[:n][order], code[n:])
+    return np.where(found, order[at], -1).astype(np.int64)
 
 
 def _route_keys(topic_queues: pa.Table, producers: pa.Table) -> RouteKeys:
@@ -335,16 +348,15 @@ def _family(pops: Populations, lists: Lists) -> tuple[np.ndarray, np.ndarray]:
     return first, np.where(pops.go, go_n[pops.key], java_n[pops.key])
 
 
-def _population_entries(
+def _entry_rates(
     pops: Populations, lists: Lists, targets: Targets, producer_keys: pa.Table | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each population's list, flat: (the entry of the concatenated lists, messages per second).
+) -> np.ndarray:
+    """Per entry of the concatenated lists, the messages per second its populations send it.
     Outside HASH, a share depends on the list and the population's rule alone: each rule's
-    shares are worked once per list some population of that rule sends to, then gathered."""
-    first, length = _family(pops, lists)
-    owner = np.repeat(np.arange(len(length)), length)
-    entry = runs(first, length)
-    share = np.empty(len(entry))
+    shares are worked once per list some population of that rule sends to, and multiplied by
+    the rate of that rule's populations on the list, summed first (in population order)."""
+    n_java = len(lists.java.queue_id)
+    rate = np.zeros(len(targets.key))
     # Java only avoids brokers: the Go client and the C++ core have no latency fault tolerance.
     avoids = pops.avoids & ~pops.hash
     rules = (
@@ -358,27 +370,34 @@ def _population_entries(
             lambda lists, e: shares.latency_avoiding_shares(lists, ~targets.avoided_5x[e]),
         ),
     )
+    n_keys = len(lists.java.offsets) - 1
     for chosen, rule in rules:
+        chosen = chosen & (pops.key >= 0)
         if chosen.any():
-            java, go = pops.key[chosen & ~pops.go], pops.key[chosen & pops.go]
-            worked = _rule_shares(lists, len(targets.key), java, go, rule)
-            at = chosen[owner]
-            share[at] = worked[entry[at]]
+            java, go = chosen & ~pops.go, chosen & pops.go
+            entries, worked = _rule_shares(lists, pops.key[java], pops.key[go], rule)
+            per_key = [np.bincount(pops.key[f], weights=pops.rate[f], minlength=n_keys) for f in (java, go)]
+            key = targets.key[entries]
+            rate[entries] += np.where(entries < n_java, per_key[0][key], per_key[1][key]) * worked
     if pops.hash.any():
         hashed = np.flatnonzero(pops.hash)
-        share[pops.hash[owner]] = _hash_shares(pops, hashed, length[hashed], producer_keys)
-    return entry, pops.rate[owner] * share
+        first, length = _family(pops, lists)
+        entry = runs(first[hashed], length[hashed])
+        sent = np.repeat(pops.rate[hashed], length[hashed])
+        sent *= _hash_shares(pops, hashed, length[hashed], producer_keys)
+        rate += np.bincount(entry, weights=sent, minlength=len(rate))
+    return rate
 
 
 def _rule_shares(
     lists: Lists,
-    n_entries: int,
     java_keys: np.ndarray,
     go_keys: np.ndarray,
     rule: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> np.ndarray:
-    """Per entry of the concatenated lists, the share ``rule(offsets, entries)`` gives it within
-    its list, for the Java lists of ``java_keys`` and the Go lists of ``go_keys`` (NaN elsewhere)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of the concatenated lists of the Java lists of ``java_keys`` and the Go lists
+    of ``go_keys`` (each list once), and the share ``rule(offsets, entries)`` gives each within
+    its list."""
     parts = []
     for family, keys, base in ((lists.java, java_keys, 0), (lists.go, go_keys, len(lists.java.queue_id))):
         wanted = np.zeros(len(family.offsets) - 1, dtype=bool)
@@ -387,9 +406,7 @@ def _rule_shares(
         parts.append((base + family.offsets[:-1][chosen], np.diff(family.offsets)[chosen]))
     length = np.concatenate([n for _, n in parts])
     entries = runs(np.concatenate([f for f, _ in parts]), length)
-    worked = np.full(n_entries, np.nan)
-    worked[entries] = rule(offsets(length), entries)
-    return worked
+    return entries, rule(offsets(length), entries)
 
 
 def _hash_shares(
