@@ -41,9 +41,11 @@ def partitions(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> Itera
     code = np.zeros(rows.num_rows, dtype=np.int64)
     for e in encoded:
         code = code * len(e.dictionary) + e.indices.to_numpy(zero_copy_only=False)
-    for c in np.unique(code):
+    # The codes are few and small (a product of a few distinct values): counted, not sorted.
+    present = np.flatnonzero(np.bincount(code)) if len(code) else code
+    for c in present:
         key, rest = [], int(c)
         for e in reversed(encoded):
             rest, i = divmod(rest, len(e.dictionary))
             key.append(e.dictionary[i].as_py())
-        yield tuple(reversed(key)), rows.filter(pa.array(code == c))
+        yield tuple(reversed(key)), rows if len(present) == 1 else rows.filter(pa.array(code == c))
