@@ -1,10 +1,11 @@
 """A driver process keeps the memory it frees, for its next arrays, in small pages.
 
 The driver's work is large arrays that live for one step. Given back to the kernel when freed,
-their memory comes back zeroed on the next step's first touch, and numpy asks for huge pages,
-each zeroed whole (2 MiB) at its first touch: on a 10M fleet with producers, that zeroing was a
-quarter of the driver's time on a 2-core VM (perf: clear_page_erms under huge-page faults).
-Kept, memory is reused as it is. Peak memory is unchanged; the process just does not shrink.
+their memory comes back zeroed on the next step's first touch, and numpy and mimalloc (pyarrow's
+allocator) ask for huge pages, each zeroed whole (2 MiB) at its first touch: on a 10M fleet with
+producers, that zeroing was a quarter of the driver's time on a 2-core VM (perf: clear_page_erms
+under huge-page faults). Kept, memory is reused as it is, and only the pages touched are zeroed.
+Peak memory is unchanged; the process just does not shrink.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ KEEP = 2**31 - 1  # an int's largest: never trim the heap's top
 
 def keep_freed_memory() -> None:
     """For this process: numpy's arrays (glibc malloc) come from the heap, not from mmap, and the
-    heap is never trimmed; pyarrow's (mimalloc) are not purged, and numpy asks for no huge pages.
-    The last two are read from the environment when pyarrow and numpy load, so they hold only
+    heap is never trimmed; pyarrow's (mimalloc) are not purged, and neither asks for huge pages.
+    The last ones are read from the environment when pyarrow and numpy load, so they hold only
     where they are not loaded yet (and then for the processes this one starts too: Spark's
     Python workers). Where the C library is not glibc, the heap is left as it is."""
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
+        os.environ.setdefault("MIMALLOC_ALLOW_THP", "0")
     if "numpy" not in sys.modules:
         os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     try:
