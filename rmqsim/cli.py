@@ -318,9 +318,9 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     if _remote(args) or not is_local(snapshot):
         result = simulate.run(_session(args), cfg)
     else:
-        from rmqsim.session import Starting, with_python_workers
+        from rmqsim.session import Starting
 
-        starting = Starting(lambda: with_python_workers(_session(args)))
+        starting = Starting(lambda: _session(args))
         built = simulate.build_group_routes(None, cfg)  # pyarrow alone, while the JVM starts
         result = simulate.run(starting.result(), cfg, built)
     if result.comparison:

@@ -101,25 +101,6 @@ class Starting:
         return self._session
 
 
-def with_python_workers(spark: SparkSession) -> SparkSession:
-    """``spark``, its Python workers started first where its master is local: one tiny job, a
-    task per core, that imports the stage's code. Spark reuses a worker for the next task
-    (spark.python.worker.reuse), so the stage's tasks find them ready. Started beside the
-    routes (Starting), their start-up is paid while the driver still works, not by the stage."""
-    if is_remote(spark) or not spark.sparkContext.master.startswith("local"):
-        return spark
-    cores = spark.sparkContext.defaultParallelism
-    with job_description(spark, "rmqsim: start the Python workers"):
-        spark.range(0, cores, numPartitions=cores).mapInArrow(_stage_code_imported, "id long").collect()
-    return spark
-
-
-def _stage_code_imported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    import rmqsim.stage.outputs  # noqa: F401 - what every stage task runs
-
-    yield from batches
-
-
 def remote_url(remote: str | None = None) -> str | None:
     """The Spark Connect server to use: ``remote``, else the SPARK_REMOTE environment variable."""
     return remote or os.environ.get("SPARK_REMOTE") or None
