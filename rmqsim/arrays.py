@@ -8,6 +8,8 @@ become numpy object arrays only where a strategy hashes or parses them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -84,6 +86,20 @@ def factorize(values: Strings) -> np.ndarray:
         return pc.fill_null(pc.add(indices.cast(pa.int64()), 1), 0).to_numpy()
     codes, _ = pd.factorize(values)  # hash-based: O(n), None gets -1
     return codes.astype(I64) + 1
+
+
+def row_codes(columns: Sequence[pa.Array | pa.ChunkedArray]) -> np.ndarray:
+    """One int64 per row, equal exactly where the rows' values of ``columns`` (of one length) are
+    all equal; a null is a value like any other. Each column is numbered, then the numbers are
+    combined: no strings are joined."""
+    code = np.zeros(len(columns[0]) if columns else 0, I64)
+    for column in columns:
+        encoded = pc.dictionary_encode(combined(column), null_encoding="encode")
+        size = max(len(encoded.dictionary), 1)
+        if len(code) and int(code.max()) >= (1 << 62) // size:
+            code = np.unique(code, return_inverse=True)[1].astype(I64)  # renumbered, not to overflow
+        code = code * size + encoded.indices.to_numpy(zero_copy_only=False)
+    return code
 
 
 def null_or_empty(values: Strings) -> np.ndarray:

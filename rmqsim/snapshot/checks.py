@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import combined
+from rmqsim.arrays import combined, row_codes
 from rmqsim.producers.versions import classify_versions
 from rmqsim.scenarios.parse import is_ip
 from rmqsim.schemas import (
@@ -233,12 +233,7 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
 
 def _repeated(table: pa.Table, columns: list[str]) -> np.ndarray:
     """Whether each row's values of ``columns`` (null a value like any other) are on another row."""
-    code = np.zeros(table.num_rows, np.int64)
-    for c in columns:
-        encoded = pc.dictionary_encode(combined(table[c]), null_encoding="encode")
-        if len(code) and int(code.max()) >= (1 << 62) // max(len(encoded.dictionary), 1):
-            code = np.unique(code, return_inverse=True)[1]  # renumbered densely, not to overflow
-        code = code * len(encoded.dictionary) + encoded.indices.to_numpy(zero_copy_only=False)
+    code = row_codes([table[c] for c in columns])
     order = np.argsort(code, kind="stable")
     same = code[order][1:] == code[order][:-1]
     repeated = np.zeros(table.num_rows, bool)

@@ -20,7 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import combined, lookup_sorted, offsets, runs, runs_of, sorted_unique, within_runs
+from rmqsim.arrays import (
+    combined,
+    lookup_sorted,
+    offsets,
+    row_codes,
+    runs,
+    runs_of,
+    sorted_unique,
+    within_runs,
+)
 from rmqsim.producers import hashing, shares
 from rmqsim.producers.latency import LATENCY_4X, LATENCY_5X, not_available_duration
 from rmqsim.producers.publish_list import PublishLists, go_publish_lists, java_publish_lists
@@ -175,17 +184,14 @@ def _joined_key(table: pa.Table, columns: list[str]) -> pa.Array:
 
 def _lookup(keys: pa.Table, table: pa.Table, columns: list[str]) -> np.ndarray:
     """Each row of ``table``'s index in ``keys`` (whose rows are distinct) by ``columns``; -1 where
-    none. A null matches a null. Each column is numbered over both tables, then the numbers are
-    combined and searched: no strings are joined."""
+    none. A null matches a null."""
     n = keys.num_rows
-    code = np.zeros(n + table.num_rows, np.int64)
-    for c in columns:
-        both = pa.concat_arrays([combined(keys[c]), combined(table[c]).cast(keys.schema.field(c).type)])
-        encoded = pc.dictionary_encode(both, null_encoding="encode")
-        size = max(len(encoded.dictionary), 1)
-        if len(code) and int(code.max()) >= (1 << 62) // size:
-            code = np.unique(code, return_inverse=True)[1].astype(np.int64)  # renumbered, not to overflow
-        code = code * size + encoded.indices.to_numpy(zero_copy_only=False)
+    code = row_codes(
+        [
+            pa.concat_arrays([combined(keys[c]), combined(table[c]).cast(keys.schema.field(c).type)])
+            for c in columns
+        ]
+    )
     order = np.argsort(code[:n], kind="stable")
     at, found = lookup_sorted(code[:n][order], code[n:])
     return np.where(found, order[at], -1).astype(np.int64)
@@ -508,25 +514,11 @@ class Targets:
 
 def _targets(keys: RouteKeys, list_runs: ListRuns, facts: BrokerFacts) -> Targets:
     """Broker facts by (scenario, phase) and broker, found per run, then spread over its entries."""
-    names = pa.concat_arrays([list_runs.broker, combined(facts.table["broker_name"])]).unique()
-    n_b = len(names)
-
-    def number(values: pa.Array) -> np.ndarray:
-        return pc.index_in(values, value_set=names).to_numpy(zero_copy_only=False).astype(np.int64)
-
-    phases = pa.concat_arrays(
-        [_joined_key(keys.table, list(PHASE)), _joined_key(facts.table, list(PHASE))]
-    ).unique()
-    key_phase = (
-        pc.index_in(_joined_key(keys.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
+    run_phase = keys.table.select(list(PHASE)).take(pa.array(list_runs.key))
+    at = _lookup(
+        facts.table, run_phase.append_column("broker_name", list_runs.broker), [*PHASE, "broker_name"]
     )
-    fact_phase = (
-        pc.index_in(_joined_key(facts.table, list(PHASE)), value_set=phases).to_numpy().astype(np.int64)
-    )
-    fact_code = fact_phase * n_b + number(combined(facts.table["broker_name"]))
-    fact_order = np.argsort(fact_code)
-    at, hit = lookup_sorted(fact_code[fact_order], key_phase[list_runs.key] * n_b + number(list_runs.broker))
-    row = fact_order[at]
+    hit, row = at >= 0, np.maximum(at, 0)
     master = hit & pc.fill_null(facts.table["has_master"], False).to_numpy(zero_copy_only=False)[row]
     # Per broker and phase first (a few rows), then per run, then per entry.
     latency = pc.fill_null(facts.table["send_latency_ms"], 0.0).to_numpy(zero_copy_only=False)

@@ -289,9 +289,10 @@ def client_lists(
 def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     """consumers with each client's capacity: its own, else its group's (docs/CONTRACT.md, 2d)."""
     keys = [*by, "group"]
-    own = consumers["capacity_msgs_per_s"]
+    own = combined(consumers["capacity_msgs_per_s"])
     # Only the rows without a capacity of their own look their group's up.
-    missing = np.flatnonzero(pc.is_null(combined(own)).to_numpy(zero_copy_only=False))
+    absent = pc.is_null(own)
+    missing = np.flatnonzero(absent.to_numpy(zero_copy_only=False))
     if not len(missing):
         return consumers
     asking = consumers.select(keys).take(pa.array(missing))
@@ -302,9 +303,7 @@ def with_group_capacities(consumers: pa.Table, groups: pa.Table, by: Sequence[st
     if pairs.num_rows != asking.num_rows:
         raise ValueError("a group with more than one groups row")
     right = pairs.sort_by("_left")["_right"]
-    filled = pc.replace_with_mask(
-        combined(own), pc.is_null(combined(own)), combined(defaults["_group_capacity"].take(right))
-    )
+    filled = pc.replace_with_mask(own, absent, combined(defaults["_group_capacity"].take(right)))
     return consumers.set_column(
         consumers.column_names.index("capacity_msgs_per_s"), "capacity_msgs_per_s", filled
     )
