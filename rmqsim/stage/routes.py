@@ -102,7 +102,8 @@ def _left_join(left: pa.Table, right: pa.Table, keys: Sequence[str]) -> pa.Table
     numbered = _numbered(right, keys, "_right")
     pairs = _numbered(left, keys, "_left").join(numbered, keys, join_type="left outer")
     pairs = pairs.sort_by([("_left", "ascending"), ("_right", "ascending")])
-    out = left.take(pairs["_left"])
+    # A left outer join keeps every left row: as many pairs as rows, and each row is there once.
+    out = left if pairs.num_rows == left.num_rows else left.take(pairs["_left"])
     for field in right.schema:
         if field.name not in keys:
             out = out.append_column(field, right[field.name].take(pairs["_right"]))
