@@ -177,3 +177,20 @@ def test_a_run_on_a_local_output_has_no_hidden_leftovers(sample_run: Path) -> No
     in it or beside it."""
     assert not [p for p in sample_run.rglob("*") if p.name.startswith(".") and not p.name.endswith(".crc")]
     assert not [p for p in sample_run.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_part_files_keep_dictionaries_for_all_but_floating_point_columns(sample_run: Path) -> None:
+    """Rates and ratios are written plain (they seldom repeat), every other column with a
+    dictionary page (but booleans, which Parquet never encodes so): in each part file the run
+    wrote, by the tasks and by the driver."""
+    files = [p for p in sample_run.rglob("*.parquet")]
+    assert {p.relative_to(sample_run).parts[0] for p in files} >= {"assignments", "group_metrics", "summary"}
+    for path in files:
+        metadata = pq.ParquetFile(path).metadata
+        for group in range(metadata.num_row_groups):
+            for i in range(metadata.num_columns):
+                chunk = metadata.row_group(group).column(i)
+                if chunk.physical_type == "BOOLEAN":
+                    continue
+                floating = chunk.physical_type in ("DOUBLE", "FLOAT")
+                assert chunk.has_dictionary_page != floating, (path, chunk.path_in_schema)

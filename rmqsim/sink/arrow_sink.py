@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 
 from rmqsim import schemas, session
 from rmqsim.sink.directory import RunDirectory
-from rmqsim.sink.layout import SUCCESS, part_file, partition_directory, partitions
+from rmqsim.sink.layout import SUCCESS, parquet_options, part_file, partition_directory, partitions
 from rmqsim.stage.outputs import outputs_of
 from rmqsim.stage.tasks import StageInput, split_by_group
 
@@ -103,11 +103,9 @@ class AttemptFiles:
             )
             if file not in self._open:
                 os.makedirs(os.path.join(self.directory, os.path.dirname(file)), exist_ok=True)
+                schema = file_schema(name)
                 self._open[file] = pq.ParquetWriter(
-                    os.path.join(self.directory, file),
-                    file_schema(name),
-                    compression="snappy",
-                    store_schema=False,
+                    os.path.join(self.directory, file), schema, store_schema=False, **parquet_options(schema)
                 )
             self._open[file].write(part.drop_columns(list(table.partitioned_by)).cast(file_schema(name)))
 
@@ -162,6 +160,17 @@ def write_task_files(ids: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[p
     yield files.close()
 
 
+def _as_written(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` as ``schema``'s types, but for its dictionaries of the right value type."""
+    kept = [
+        table.field(f.name).type
+        if pa.types.is_dictionary(table.field(f.name).type) and table.field(f.name).type.value_type == f.type
+        else f.type
+        for f in schema
+    ]
+    return table.cast(pa.schema([f.with_type(t) for f, t in zip(schema, kept)]))
+
+
 class ArrowSink:
     """Tables written and read by pyarrow: by the stage's tasks, and by the driver."""
 
@@ -200,16 +209,20 @@ class ArrowSink:
             open(os.path.join(self.directory.table(name), SUCCESS), "w").close()
 
     def write(self, name: str, table: pa.Table) -> None:
-        """``table`` (the driver's) as table ``name``: one file, or one per partition, in its row order."""
+        """``table`` (the driver's) as table ``name``: one file, or one per partition, in its row order.
+        A dictionary-encoded column of the schema's type is written as it is (readers see the type)."""
         spec = schemas.OUTPUTS[name]
-        table = table.select(spec.schema.fieldNames()).cast(schemas.arrow(spec.schema))
+        table = _as_written(table.select(spec.schema.fieldNames()), schemas.arrow(spec.schema))
         path = self.directory.table(name)
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path)
         for key, rows in partitions(table, spec.partitioned_by) if spec.partitioned_by else [((), table)]:
             where = os.path.join(path, partition_directory(zip(spec.partitioned_by, key)))
             os.makedirs(where, exist_ok=True)
-            pq.write_table(rows.drop_columns(list(spec.partitioned_by)), os.path.join(where, part_file(0)))
+            rows = rows.drop_columns(list(spec.partitioned_by))
+            file = os.path.join(where, part_file(0))
+            # Without Arrow's schema in the file: a reader sees strings, not the dictionaries.
+            pq.write_table(rows, file, store_schema=False, **parquet_options(rows.schema))
         open(os.path.join(path, SUCCESS), "w").close()
 
     def read(

@@ -35,6 +35,29 @@ def part_file(task: int) -> str:
     return f"part-{task:05d}.snappy.parquet"
 
 
+def parquet_options(schema: pa.Schema) -> dict:
+    """How a part file of ``schema`` is encoded: snappy, and dictionary pages for every column
+    but the floating-point ones. Rates and ratios seldom repeat: the writer would hash each value
+    only to give up on the dictionary and write it plain."""
+    kept = [path for field in schema for path, type in _leaves(field) if not pa.types.is_floating(type)]
+    return {"compression": "snappy", "use_dictionary": kept}
+
+
+def _leaves(field: pa.Field, parent: str = "") -> Iterator[tuple[str, pa.DataType]]:
+    """The Parquet column paths under ``field`` (as pyarrow names them), with their types."""
+    path, type = parent + field.name, field.type
+    if pa.types.is_list(type) or pa.types.is_large_list(type):
+        yield from _leaves(pa.field("element", type.value_type), path + ".list.")
+    elif pa.types.is_struct(type):
+        for child in type:
+            yield from _leaves(child, path + ".")
+    elif pa.types.is_map(type):
+        yield from _leaves(pa.field("key", type.key_type), path + ".key_value.")
+        yield from _leaves(pa.field("value", type.item_type), path + ".key_value.")
+    else:
+        yield path, type
+
+
 def partitions(rows: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> Iterator[tuple[tuple, pa.Table]]:
     """``rows`` split by the values of ``columns`` (strings), each part in its input order."""
     encoded = [combined(pc.dictionary_encode(rows.column(c))) for c in columns]

@@ -107,8 +107,8 @@ class SparkSink:
     def write(self, name: str, table: pa.Table) -> None:
         """``table`` (the driver's) as table ``name``, one file (per partition) in its row order."""
         schema = schemas.OUTPUTS[name].schema
-        rows = session.from_arrow(self.spark, table.select(schema.fieldNames()), schema)
-        self._write(name, rows.coalesce(1))
+        table = table.select(schema.fieldNames()).cast(schemas.arrow(schema))  # no dictionaries
+        self._write(name, session.from_arrow(self.spark, table, schema).coalesce(1))
 
     def read(
         self, name: str, columns: Sequence[str] = (), where: Mapping[str, object] | None = None

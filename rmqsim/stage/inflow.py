@@ -39,6 +39,12 @@ from rmqsim.snapshot.text import normalised, row_json
 
 ROUTE_KEY = [*PHASE, "topic"]
 QUEUE_TRAFFIC = schemas.arrow(schemas.QUEUE_TRAFFIC)
+# queue_traffic's names, dictionary-encoded: a gather of indices per queue instead of a copy of
+# each name (a 10M-assignment fleet has 6M queues). Its readers see strings.
+NAMES = ("scenario", "topic", "broker_name")
+QUEUE_TRAFFIC_NAMES = pa.schema(
+    [f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in NAMES else f for f in QUEUE_TRAFFIC]
+)
 # The C++ core (and the Python and Node.js clients built on it) mirrors the Java client's route
 # handling; only the Go client builds its list its own way.
 GO = "GO"
@@ -51,8 +57,9 @@ class Traffic:
     topic_inflow: pa.Table
     unroutable: pa.Table  # per (scenario, phase): unroutable_msgs_per_s
     rejects: pa.Table  # schemas.REJECTS, source "traffic": populations nobody could send for
-    # schemas.QUEUE_TRAFFIC, built when first asked for: a row per queue, wanted by the stage
-    # only where a run has a second phase, so it can be built while the stage runs.
+    # schemas.QUEUE_TRAFFIC, its names dictionary-encoded (QUEUE_TRAFFIC_NAMES), built when first
+    # asked for: a row per queue, wanted by the stage only where a run has a second phase, so it
+    # can be built while the stage runs.
     build_queue_traffic: Callable[[], pa.Table] = field(repr=False, compare=False)
 
     @functools.cached_property
@@ -558,8 +565,9 @@ class QueueSpace:
     def key_of(self, slot: np.ndarray) -> np.ndarray:
         return self.pair[self.slot_pair[slot]] // len(self.brokers)
 
-    def broker_of(self, slot: np.ndarray) -> pa.Array:
-        return self.brokers.take(pa.array(self.pair[self.slot_pair[slot]] % len(self.brokers)))
+    def broker_of(self, slot: np.ndarray) -> np.ndarray:
+        """Each slot's broker, by number (``brokers``' index)."""
+        return (self.pair[self.slot_pair[slot]] % len(self.brokers)).astype(np.int32)
 
     def queue_of(self, slot: np.ndarray) -> np.ndarray:
         return (slot - self.base[self.slot_pair[slot]]).astype(np.int32)
@@ -675,20 +683,25 @@ def _queue_traffic(
     read: np.ndarray,
     offsets: pa.Table | None,
 ) -> pa.Table:
-    """A row per queue written or read, per (scenario, phase, topic)."""
+    """A row per queue written or read, per (scenario, phase, topic): QUEUE_TRAFFIC_NAMES."""
     slot = np.flatnonzero(written | read)
-    route = keys.table.take(pa.array(space.key_of(slot)))
+    key = space.key_of(slot)
+
+    def per_queue(column: str) -> pa.DictionaryArray:
+        names = pc.dictionary_encode(combined(keys.table[column]))
+        return pa.DictionaryArray.from_arrays(names.indices.take(pa.array(key)), names.dictionary)
+
     queues = pa.table(
         {
-            "topic": route["topic"],
-            "broker_name": space.broker_of(slot),
+            "topic": per_queue("topic"),
+            "broker_name": pa.DictionaryArray.from_arrays(space.broker_of(slot), combined(space.brokers)),
             "queue_id": pa.array(space.queue_of(slot), pa.int32()),
         }
     )
     out = pa.table(
         {
-            "scenario": route["scenario"],
-            "phase": route["phase"],
+            "scenario": per_queue("scenario"),
+            "phase": combined(keys.table["phase"]).take(pa.array(key)),
             **{c: queues[c] for c in queues.column_names},
             "in_msgs_per_s": pa.array(inflow[slot], pa.float64()),
             "written": pa.array(written[slot]),
@@ -696,7 +709,7 @@ def _queue_traffic(
             "backlog": _backlogs(queues, offsets),
         }
     )
-    return out.cast(QUEUE_TRAFFIC)
+    return out.cast(QUEUE_TRAFFIC_NAMES)
 
 
 def drained(queue_traffic: pa.Table) -> pa.Table:
@@ -708,11 +721,9 @@ def drained(queue_traffic: pa.Table) -> pa.Table:
     qt = queue_traffic
     if not qt.num_rows or pc.max(qt["phase"]).as_py() == 0:
         return pa.table({"scenario": pa.array([], pa.string())})  # one phase: nothing to drain yet
-    place = pc.binary_join_element_wise(qt["scenario"], qt["topic"], qt["broker_name"], "\x00")
-    names = combined(place).dictionary_encode()
-    queue = names.indices.to_numpy(zero_copy_only=False).astype(np.int64) * (1 << 32) + combined(
-        qt["queue_id"]
-    ).to_numpy(zero_copy_only=False)
+    # Each (scenario, topic, broker) numbered densely, and a row that names it.
+    _, named_at, place = np.unique(row_codes([qt[c] for c in NAMES]), return_index=True, return_inverse=True)
+    queue = place.astype(np.int64) * (1 << 32) + combined(qt["queue_id"]).to_numpy(zero_copy_only=False)
     phase = combined(qt["phase"]).to_numpy(zero_copy_only=False)
     written = combined(qt["written"]).to_numpy(zero_copy_only=False)
     read = combined(qt["read"]).to_numpy(zero_copy_only=False)
@@ -728,13 +739,14 @@ def drained(queue_traffic: pa.Table) -> pa.Table:
         return pa.table({"scenario": pa.array([], pa.string())})
     ks = np.concatenate([np.full(len(q), k, dtype=np.int32) for k, q in rows])
     qs = np.concatenate([q for _, q in rows])
-    parts = pc.split_pattern(names.dictionary.take(pa.array(qs >> 32)), "\x00")
+    names = qt.select(NAMES).take(pa.array(named_at[qs >> 32]))
+    names = names.cast(pa.schema([QUEUE_TRAFFIC.field(c) for c in NAMES]))
     return pa.table(
         {
-            "scenario": pc.list_element(parts, 0),
+            "scenario": names["scenario"],
             "phase": pa.array(ks, pa.int32()),
-            "topic": pc.list_element(parts, 1),
-            "broker_name": pc.list_element(parts, 2),
+            "topic": names["topic"],
+            "broker_name": names["broker_name"],
             "queue_id": pa.array((qs & ((1 << 32) - 1)).astype(np.int32), pa.int32()),
         }
     )

@@ -298,7 +298,7 @@ def compare_traffic(built: simulate.Staged) -> Comparison | None:
     where the model has no traffic (no producers, no in_tps)."""
     if built.traffic is None:
         return None
-    rows = built.traffic.queue_traffic
+    rows = built.traffic.queue_traffic.cast(schemas.arrow(schemas.QUEUE_TRAFFIC))  # names decoded
     phase0 = rows.filter(pc.and_(pc.equal(rows["scenario"], simulate.BASELINE), pc.equal(rows["phase"], 0)))
     checked = built.checked
     return traffic.compare(
