@@ -367,27 +367,61 @@ def _entry_rates(
     """Per entry of the concatenated lists, the messages per second its populations send it.
     Outside HASH, a share depends on the list and the population's rule alone: each rule's
     shares are worked once per list some population of that rule sends to, and multiplied by
-    the rate of that rule's populations on the list, summed first (in population order)."""
+    the rate of that rule's populations on the list, summed first (in population order). Per
+    entry the rules add in one order (round robin, 4.x, 5.x, HASH): the same bits every run."""
     n_java = len(lists.java.queue_id)
+    n_keys = len(lists.java.offsets) - 1
     rate = np.zeros(len(targets.key))
+    families = ((lists.java, ~pops.go, 0), (lists.go, pops.go, n_java))
+
+    def spread_evenly(chosen: np.ndarray, only: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """1/N of the chosen populations' rate to each entry of their lists (where ``only``
+        marks the list, per family): every list of a family at once, zeros where nobody sends."""
+        for (family, in_family, base), wanted in zip(families, only or (None, None)):
+            length = np.diff(family.offsets)
+            sending = chosen & in_family
+            per_key = np.bincount(pops.key[sending], weights=pops.rate[sending], minlength=n_keys)
+            if wanted is not None:
+                per_key = np.where(wanted, per_key, 0.0)
+            rate[base : base + int(length.sum())] += np.repeat(
+                per_key * (1.0 / np.maximum(length, 1)), length
+            )
+
+    def with_avoided(avoided: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per family, the lists with an entry ``avoided``."""
+        entries = np.flatnonzero(avoided)
+        marked = []
+        for in_family in (entries < n_java, entries >= n_java):
+            flags = np.zeros(n_keys, dtype=bool)
+            flags[targets.key[entries[in_family]]] = True
+            marked.append(flags)
+        return marked[0], marked[1]
+
+    known = pops.key >= 0
+    spread_evenly(~pops.avoids & ~pops.hash & known)  # round robin
     # Java only avoids brokers: the Go client and the C++ core have no latency fault tolerance.
-    avoids = pops.avoids & ~pops.hash
+    # A list none of whose brokers is avoided is round robin too: worked whole, like it.
+    avoids = pops.avoids & ~pops.hash & known
     rules = (
-        (~pops.avoids & ~pops.hash, lambda lists, _: shares.round_robin_shares(lists)),
         (
             avoids & pops.before_5_1_4,
+            targets.avoided_4x,
             lambda lists, e: shares.folded_latency_shares(lists, ~targets.avoided_4x[e]),
         ),
         (
             avoids & ~pops.before_5_1_4,
+            targets.avoided_5x,
             lambda lists, e: shares.latency_avoiding_shares(lists, ~targets.avoided_5x[e]),
         ),
     )
-    n_keys = len(lists.java.offsets) - 1
-    for chosen, rule in rules:
-        chosen = chosen & (pops.key >= 0)
-        if chosen.any():
-            java, go = chosen & ~pops.go, chosen & pops.go
+    for chosen, avoided, rule in rules:
+        if not chosen.any():
+            continue
+        dirty = with_avoided(avoided)
+        spread_evenly(chosen, only=(~dirty[0], ~dirty[1]))
+        java = chosen & ~pops.go & dirty[0][pops.key]
+        go = chosen & pops.go & dirty[1][pops.key]
+        if java.any() or go.any():
             entries, worked = _rule_shares(lists, pops.key[java], pops.key[go], rule)
             per_key = [np.bincount(pops.key[f], weights=pops.rate[f], minlength=n_keys) for f in (java, go)]
             key = targets.key[entries]
