@@ -175,6 +175,8 @@ class RouteKeys:
     """Every (scenario, phase, topic) of the run, numbered; ``code(table)`` finds a table's rows'."""
 
     table: pa.Table  # scenario, phase, topic: one row per key
+    topic_queues: np.ndarray  # each topic_queues row's key number
+    producers: np.ndarray  # each producers row's
 
     def code(self, table: pa.Table) -> np.ndarray:
         """Each row's key number (-1 where the run has no such key)."""
@@ -205,11 +207,17 @@ def _lookup(keys: pa.Table, table: pa.Table, columns: list[str]) -> np.ndarray:
 
 
 def _route_keys(topic_queues: pa.Table, producers: pa.Table) -> RouteKeys:
-    """The keys of the topic_queues and producers rows: the routes' are the topic_queues'."""
+    """The keys of the topic_queues and producers rows, numbered as they first appear: the
+    routes' are the topic_queues'."""
     every = pa.concat_tables(
         [t.select(ROUTE_KEY).cast(topic_queues.select(ROUTE_KEY).schema) for t in (topic_queues, producers)]
     )
-    return RouteKeys(every.group_by(ROUTE_KEY, use_threads=False).aggregate([]))
+    # Numbered by hashing: each key's number is how many distinct keys came before it.
+    number = pc.dictionary_encode(pa.array(row_codes([every[c] for c in ROUTE_KEY]))).indices
+    number = number.to_numpy(zero_copy_only=False).astype(np.int64)
+    first = np.flatnonzero(number > np.maximum.accumulate(np.concatenate([[-1], number[:-1]])))
+    n = topic_queues.num_rows
+    return RouteKeys(every.take(pa.array(first)), topic_queues=number[:n], producers=number[n:])
 
 
 # ------------------------------------------------------------------ brokers and lists
@@ -290,7 +298,7 @@ def _publish_lists(
 
     routed = fact("routed")  # a QueueData of a broker nobody answers for is gone from the route
     rows = topic_queues.filter(pa.array(routed))
-    topic = keys.code(rows)
+    topic = keys.topic_queues[routed]
     conf = None
     if order_topics is not None:
         at_conf = pc.index_in(keys.table["topic"], value_set=order_topics["topic"])
@@ -342,7 +350,7 @@ def _populations(producers: pa.Table, keys: RouteKeys) -> Populations:
     enabled = pc.fill_null(producers["send_latency_fault_enable"], False).to_numpy(zero_copy_only=False)
     return Populations(
         rows=producers,
-        key=keys.code(producers),
+        key=keys.producers,
         go=pc.equal(language, GO).to_numpy(zero_copy_only=False),
         hash=pc.equal(selector, "HASH").to_numpy(zero_copy_only=False),
         avoids=java & enabled,
