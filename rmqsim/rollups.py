@@ -10,6 +10,8 @@ whatever their size; here they cost none.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -123,12 +125,20 @@ def _max_over_mean(highest: pa.ChunkedArray, mean: pa.ChunkedArray) -> pa.Chunke
     return _where(pc.greater(mean, 0), pc.divide(pc.cast(highest, pa.float64()), mean))
 
 
-def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Table | None = None) -> pa.Table:
+def summary(
+    group_metrics: pa.Table,
+    consumer_load: pa.Table,
+    unroutable: pa.Table | None = None,
+    falling_behind: Callable[[], pa.Table] | None = None,
+) -> pa.Table:
     """One row per (scenario, phase, strategy), schemas.SUMMARY, in that order: the fleet at a glance.
 
     A run with groups but no client has no consumer figures (null), and one with clients but no
     group metrics none of those. ``unroutable``: per (scenario, phase), the messages per second
-    nobody could send (stage.inflow); without it (no traffic) that figure is null."""
+    nobody could send (stage.inflow); without it (no traffic) that figure is null.
+    ``falling_behind``: where capacities are known, a function that returns falling_behind's
+    table (asked for last, so that it can be worked out meanwhile): groups_behind counts its
+    groups with a client over capacity. Without it, they are counted from consumer_load."""
     idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
     silent = pc.and_(pc.greater(consumer_load["queues"], 0), pc.equal(consumer_load["msgs_per_s"], 0))
     load = (
@@ -153,8 +163,13 @@ def summary(group_metrics: pa.Table, consumer_load: pa.Table, unroutable: pa.Tab
             ]
         )
     )
-    behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
-    behind = behind.group_by([*RUN, "group"]).aggregate([]).group_by(RUN).aggregate([("group", "count")])
+    if falling_behind is None:
+        behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
+        behind = behind.group_by([*RUN, "group"]).aggregate([])
+    else:
+        behind = falling_behind()
+        behind = behind.filter(pc.greater(behind["clients_over_capacity"], 0)).select([*RUN, "group"])
+    behind = behind.group_by(RUN).aggregate([("group", "count")])
     load = load.join(behind.rename_columns([*RUN, "_behind"]), RUN, join_type="left outer")
     msgs_mean = pc.divide(_from_exact(load["_msgs_sum"]), pc.cast(load["_msgs_count"], pa.float64()))
     load = pa.table(

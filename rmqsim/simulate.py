@@ -250,7 +250,10 @@ def write_rollups(sink: Sink, built: Staged) -> RunResult:
         if consumer_load["over_capacity"].null_count < consumer_load.num_rows:  # capacities known
             behind = pool.submit(rollups.falling_behind, consumer_load, group_metrics)
         summary = rollups.summary(
-            group_metrics, consumer_load, None if traffic is None else traffic.unroutable
+            group_metrics,
+            consumer_load,
+            None if traffic is None else traffic.unroutable,
+            None if behind is None else behind.result,
         )
         sink.write("summary", summary)
         if behind is not None:
