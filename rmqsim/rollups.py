@@ -199,8 +199,10 @@ def summary(
         "stranded_backlog",
     )
     threw = pc.cast(_thrown(group_metrics["error"]), pa.int64())
+    used = [*RUN, "topic", "group", "queue_count", "max_over_mean", "idle_consumers", *summed, *messages]
     groups = (
-        group_metrics.append_column("_threw", threw)
+        group_metrics.select(used)
+        .append_column("_threw", threw)
         .sort_by(_in_order(RUN, "topic", "group"))
         .group_by(RUN, use_threads=False)
         .aggregate(
