@@ -275,7 +275,7 @@ class Lists:
 def _go_keys(pops: Populations, keys: RouteKeys) -> np.ndarray:
     """The route keys some Go population sends to: the only ones whose Go list is needed."""
     wanted = np.zeros(len(keys), dtype=bool)
-    wanted[pops.key[pops.go & (pops.key >= 0)]] = True
+    wanted[pops.key[pops.go]] = True
     return wanted
 
 
@@ -334,7 +334,7 @@ def _publish_lists(
 @dataclass(frozen=True)
 class Populations:
     rows: pa.Table  # the producers rows, phased
-    key: np.ndarray  # route key
+    key: np.ndarray  # route key (every producers row has one: _route_keys)
     go: np.ndarray  # builds and selects as the Go client
     hash: np.ndarray  # selector HASH
     avoids: np.ndarray  # Java with sendLatencyFaultEnable
@@ -405,11 +405,10 @@ def _entry_rates(
             marked.append(flags)
         return marked[0], marked[1]
 
-    known = pops.key >= 0
-    spread_evenly(~pops.avoids & ~pops.hash & known)  # round robin
+    spread_evenly(~pops.avoids & ~pops.hash)  # round robin
     # Java only avoids brokers: the Go client and the C++ core have no latency fault tolerance.
     # A list none of whose brokers is avoided is round robin too: worked whole, like it.
-    avoids = pops.avoids & ~pops.hash & known
+    avoids = pops.avoids & ~pops.hash
     rules = (
         (
             avoids & pops.before_5_1_4,
@@ -456,7 +455,7 @@ def _rule_shares(
     parts = []
     for family, keys, base in ((lists.java, java_keys, 0), (lists.go, go_keys, len(lists.java.queue_id))):
         wanted = np.zeros(len(family.offsets) - 1, dtype=bool)
-        wanted[keys[keys >= 0]] = True
+        wanted[keys] = True
         chosen = np.flatnonzero(wanted)
         parts.append((base + family.offsets[:-1][chosen], np.diff(family.offsets)[chosen]))
     length = np.concatenate([n for _, n in parts])
@@ -648,9 +647,9 @@ def _written_queues(space: QueueSpace, targets: Targets, lists: Lists, pops: Pop
     would where the topic has none."""
     n_keys = len(lists.java.offsets) - 1
     produced_go = np.zeros(n_keys, dtype=bool)
-    produced_go[pops.key[pops.go & (pops.key >= 0)]] = True
+    produced_go[pops.key[pops.go]] = True
     produced_java = np.zeros(n_keys, dtype=bool)
-    produced_java[pops.key[~pops.go & (pops.key >= 0)]] = True
+    produced_java[pops.key[~pops.go]] = True
     use_java = produced_java | ~produced_go
     n_java = len(lists.java.queue_id)
     family = np.r_[use_java[targets.key[:n_java]], produced_go[targets.key[n_java:]]]
