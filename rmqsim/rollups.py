@@ -10,8 +10,6 @@ whatever their size; here they cost none.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +19,7 @@ from pyspark.sql.types import StructType
 from rmqsim import schemas
 from rmqsim.snapshot.text import row_json
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
+from rmqsim.stage.capacity import EXACT
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -93,16 +92,14 @@ CONSUMER_LOAD_COLUMNS = (
     *RUN,
     "group",
     "queues",
-    "backlog",
     "msgs_per_s",
-    "capacity_msgs_per_s",
-    "load_over_capacity",
     "over_capacity",
     "lag_growth_msgs_per_s",
 )
-# Sums of doubles over rows the tasks wrote in no fixed order are taken in millionths as integers:
-# the same rows give the same figure to the last bit, however the tasks were split.
-EXACT = 1_000_000
+# What summary reads of falling_behind: its groups with a client over capacity.
+BEHIND_COLUMNS = (*RUN, "group", "clients_over_capacity")
+# Sums of doubles over rows the tasks wrote in no fixed order are taken in millionths as integers
+# (EXACT): the same rows give the same figure to the last bit, however the tasks were split.
 
 
 def _exact(values) -> pa.ChunkedArray | pa.Array:
@@ -129,16 +126,16 @@ def summary(
     group_metrics: pa.Table,
     consumer_load: pa.Table,
     unroutable: pa.Table | None = None,
-    falling_behind: Callable[[], pa.Table] | None = None,
+    falling_behind: pa.Table | None = None,
 ) -> pa.Table:
     """One row per (scenario, phase, strategy), schemas.SUMMARY, in that order: the fleet at a glance.
 
     A run with groups but no client has no consumer figures (null), and one with clients but no
     group metrics none of those. ``unroutable``: per (scenario, phase), the messages per second
     nobody could send (stage.inflow); without it (no traffic) that figure is null.
-    ``falling_behind``: where capacities are known, a function that returns falling_behind's
-    table (asked for last, so that it can be worked out meanwhile): groups_behind counts its
-    groups with a client over capacity. Without it, they are counted from consumer_load."""
+    ``falling_behind``: where some client has a capacity, falling_behind's table (BEHIND_COLUMNS
+    of it, as the stage wrote it): groups_behind counts its groups with a client over capacity.
+    Without it, they are counted from consumer_load."""
     idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
     silent = pc.and_(pc.greater(consumer_load["queues"], 0), pc.equal(consumer_load["msgs_per_s"], 0))
     load = (
@@ -167,7 +164,7 @@ def summary(
         behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
         behind = behind.group_by([*RUN, "group"]).aggregate([])
     else:
-        behind = falling_behind()
+        behind = falling_behind
         behind = behind.filter(pc.greater(behind["clients_over_capacity"], 0)).select([*RUN, "group"])
     behind = behind.group_by(RUN).aggregate([("group", "count")])
     load = load.join(behind.rename_columns([*RUN, "_behind"]), RUN, join_type="left outer")
@@ -248,63 +245,6 @@ def group_load(consumer_load: pa.Table) -> pa.Table:
         .rename_columns({"over_capacity_max": "over_capacity"})
         .drop_columns(["queues_max", "queues_mean"])
     )
-
-
-def falling_behind(consumer_load: pa.Table, group_metrics: pa.Table) -> pa.Table:
-    """One row per (scenario, phase, strategy, group) with a client over capacity or one whose
-    backlog never drains (docs/CONTRACT.md, section 2d): schemas.FALLING_BEHIND, in that order."""
-    known = pc.is_valid(consumer_load["over_capacity"])
-    never = pc.and_(
-        pc.fill_null(pc.greater(consumer_load["backlog"], 0), False),
-        pc.fill_null(
-            pc.greater_equal(consumer_load["msgs_per_s"], consumer_load["capacity_msgs_per_s"]), False
-        ),
-    )
-    rows = (
-        consumer_load.append_column(
-            "_over", pc.cast(pc.fill_null(consumer_load["over_capacity"], False), pa.int64())
-        )
-        .append_column("_never", pc.cast(never, pa.int64()))
-        .append_column("_known", pc.cast(known, pa.int64()))
-        .append_column("_msgs", _exact(consumer_load["msgs_per_s"]))
-        .append_column("_capacity", _exact(consumer_load["capacity_msgs_per_s"]))
-        .append_column("_growth", _exact(consumer_load["lag_growth_msgs_per_s"]))
-    )
-    keys = [*RUN, "group"]
-    per = rows.group_by(keys).aggregate(
-        [
-            ("queues", "count"),
-            ("_over", "sum"),
-            ("_never", "sum"),
-            ("_known", "sum"),
-            ("_msgs", "sum"),
-            ("_capacity", "sum"),
-            ("_growth", "sum"),
-            ("load_over_capacity", "max"),
-        ]
-    )
-    per = per.filter(
-        pc.and_(
-            pc.greater(per["_known_sum"], 0),
-            pc.or_(pc.greater(per["_over_sum"], 0), pc.greater(per["_never_sum"], 0)),
-        )
-    )
-    needed = group_metrics.group_by(keys).aggregate([("clients_needed", "max")])
-    per = per.join(needed, keys, join_type="left outer")
-    out = pa.table(
-        {
-            **{c: per[c] for c in keys},
-            "consumers": per["queues_count"],
-            "clients_over_capacity": per["_over_sum"],
-            "never_drain": per["_never_sum"],
-            "msgs_per_s": _from_exact(per["_msgs_sum"]),
-            "capacity_msgs_per_s": _from_exact(per["_capacity_sum"]),
-            "lag_growth_msgs_per_s": _from_exact(per["_growth_sum"]),
-            "max_load_over_capacity": per["load_over_capacity_max"],
-            "clients_needed": per["clients_needed_max"],
-        }
-    )
-    return _conformed(out.sort_by([(c, "ascending") for c in keys]), schemas.FALLING_BEHIND)
 
 
 def split_brain(group_metrics: pa.Table) -> pa.Table:

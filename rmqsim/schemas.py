@@ -783,7 +783,7 @@ class OutputTable:
     partitioned_by: tuple[str, ...] = ()
 
 
-# Every output table, by name. The first four come out of the allocation stage's tasks; the
+# Every output table, by name. The first five come out of the allocation stage's tasks; the
 # others are computed by the driver from those (rollups), or by the checks and validate.
 OUTPUTS = {
     t.name: t
@@ -791,6 +791,7 @@ OUTPUTS = {
         OutputTable("assignments", ASSIGNMENTS, PARTITIONED_BY),
         OutputTable("group_metrics", GROUP_METRICS, PARTITIONED_BY),
         OutputTable("consumer_load", CONSUMER_LOAD, PARTITIONED_BY),
+        OutputTable("falling_behind", FALLING_BEHIND, PARTITIONED_BY),
         OutputTable("movement", MOVEMENT, PARTITIONED_BY),
         OutputTable("queue_traffic", QUEUE_TRAFFIC, ("scenario",)),
         OutputTable("split_brain", SPLIT_BRAIN, PARTITIONED_BY),
@@ -798,7 +799,6 @@ OUTPUTS = {
         OutputTable("comparison", COMPARISON),
         OutputTable("recommendation", RECOMMENDATION),
         OutputTable("exposure", EXPOSURE),
-        OutputTable("falling_behind", FALLING_BEHIND),
         OutputTable("rejects", REJECTS),
         OutputTable("reconciliation", RECONCILIATION),
         OutputTable("validation", VALIDATION),
@@ -807,6 +807,6 @@ OUTPUTS = {
         OutputTable("validation_topics", VALIDATION_TOPICS),
     )
 }
-# The tables the allocation stage's tasks write, in the order they are produced; movement only
-# where a scenario has a second phase.
-STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "movement")
+# The tables the allocation stage's tasks write, in the order they are produced; falling_behind
+# only where the snapshot gives a capacity, movement only where a scenario has a second phase.
+STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "falling_behind", "movement")

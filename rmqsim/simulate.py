@@ -63,6 +63,7 @@ class Staged:
     checked: Snapshot  # the rows that pass the checks
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
     traffic: inflow.Traffic | None = None  # where the messages go, with producers or rates
+    with_capacities: bool = False  # some client has a capacity (section 2d)
 
 
 def snapshot_read(spark: SparkSession | None, config: SimulateConfig) -> Snapshot:
@@ -121,6 +122,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         consumers = staged.consumers
         if capacities:
             consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
+        known = consumers["capacity_msgs_per_s"] if capacities else pa.nulls(0)
         clients = routes.client_lists(
             consumers,
             queue_config=staged.queue_config,
@@ -172,6 +174,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         checked=checked.snapshot,
         absent=tuple(c for c, none in absent.items() if none),
         traffic=traffic,
+        with_capacities=known.null_count < len(known),
     )
 
 
@@ -209,8 +212,10 @@ def stage_input(spark: SparkSession, built: Staged, config: SimulateConfig) -> t
 
 
 def stage_tables(built: Staged) -> tuple[str, ...]:
-    """The tables the stage writes: movement only where a scenario has a second phase."""
-    return tuple(t for t in schemas.STAGE_TABLES if t != "movement" or built.with_movement)
+    """The tables the stage writes: falling_behind only where some client has a capacity,
+    movement only where a scenario has a second phase."""
+    left_out = {"falling_behind": not built.with_capacities, "movement": not built.with_movement}
+    return tuple(t for t in schemas.STAGE_TABLES if not left_out.get(t, False))
 
 
 def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
@@ -245,19 +250,11 @@ def write_rollups(sink: Sink, built: Staged) -> RunResult:
     traffic = built.traffic
     group_metrics = sink.read("group_metrics")
     consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-falling-behind") as pool:
-        behind = None
-        if consumer_load["over_capacity"].null_count < consumer_load.num_rows:  # capacities known
-            behind = pool.submit(rollups.falling_behind, consumer_load, group_metrics)
-        summary = rollups.summary(
-            group_metrics,
-            consumer_load,
-            None if traffic is None else traffic.unroutable,
-            None if behind is None else behind.result,
-        )
-        sink.write("summary", summary)
-        if behind is not None:
-            sink.write("falling_behind", behind.result())
+    behind = sink.read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None
+    summary = rollups.summary(
+        group_metrics, consumer_load, None if traffic is None else traffic.unroutable, behind
+    )
+    sink.write("summary", summary)
     comparison = advice = exposure = None
     if built.with_movement:
         moves = sink.read("movement", rollups.MOVEMENT_COLUMNS)

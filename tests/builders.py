@@ -163,6 +163,7 @@ class Staged:
     lists: pd.DataFrame  # schemas.CLIENT_ASSIGNMENTS: each client that holds a queue, its queues as a list
     group_metrics: pd.DataFrame
     consumer_load: pd.DataFrame
+    falling_behind: pd.DataFrame
     movement: pd.DataFrame
     arrow: dict[str, pa.Table]  # the same tables as Arrow, with their schemas' types
 
@@ -181,7 +182,7 @@ def staged(rows: pa.RecordBatch | Iterable[Mapping[str, object]]) -> Staged:
 
     tables = {
         name: pa.Table.from_batches(out[name], schema=schemas.arrow(schemas.OUTPUTS[name].schema))
-        for name in ("group_metrics", "consumer_load", "movement")
+        for name in ("group_metrics", "consumer_load", "falling_behind", "movement")
     }
 
     def frame(name: str, schema: pa.Schema) -> pd.DataFrame:
@@ -196,6 +197,7 @@ def staged(rows: pa.RecordBatch | Iterable[Mapping[str, object]]) -> Staged:
         lists=lists.to_pandas(),
         group_metrics=frame("group_metrics", schemas.arrow(schemas.GROUP_METRICS)),
         consumer_load=frame("consumer_load", schemas.arrow(schemas.CONSUMER_LOAD)),
+        falling_behind=frame("falling_behind", schemas.arrow(schemas.FALLING_BEHIND)),
         movement=frame("movement", schemas.arrow(schemas.MOVEMENT)),
         arrow=tables,
     )

@@ -55,6 +55,15 @@ def test_avg_puts_half_the_inflow_on_the_client_of_half_the_capacity() -> None:
     assert g.drain_seconds is None or math.isnan(g.drain_seconds)  # one client never drains
     # (180 msgs/s + 600 / 3600 s) / the mean capacity 75 = 2.4022: 3 clients keep up.
     assert g.clients_needed == 3
+    # The group falls behind: c2 over capacity, and with 300 behind and no spare capacity it
+    # never drains; its clients' 90 + 90 msgs/s against 100 + 50 of capacity.
+    [behind] = run.falling_behind.to_dict("records")
+    assert behind == {
+        **{"scenario": "s", "phase": 0, "strategy": "AVG", "group": "g"},
+        **{"consumers": 2, "clients_over_capacity": 1, "never_drain": 1, "msgs_per_s": 180.0},
+        **{"capacity_msgs_per_s": 150.0, "lag_growth_msgs_per_s": 40.0},
+        **{"max_load_over_capacity": pytest.approx(1.8), "clients_needed": 3},
+    }
 
 
 def test_rate_balanced_shares_the_overload_by_capacity() -> None:
@@ -73,6 +82,9 @@ def test_rate_balanced_shares_the_overload_by_capacity() -> None:
     [g] = run.group_metrics.itertuples()
     assert (g.clients_over_capacity, g.lag_growth_msgs_per_s) == (2, 30.0)
     assert g.max_load_over_capacity == pytest.approx(1.2)
+    # Both over capacity and neither drains: the group falls behind by 30 msgs/s.
+    [behind] = run.falling_behind.itertuples()
+    assert (behind.clients_over_capacity, behind.never_drain, behind.lag_growth_msgs_per_s) == (2, 2, 30.0)
 
 
 def test_drain_time_is_zero_without_backlog_and_null_without_capacity() -> None:
@@ -94,6 +106,7 @@ def test_drain_time_is_zero_without_backlog_and_null_without_capacity() -> None:
     assert math.isnan(load.capacity_msgs_per_s["c2@1"]) and math.isnan(load.lag_growth_msgs_per_s["c2@1"])
     [g] = run.group_metrics.itertuples()
     assert g.clients_over_capacity == 0
+    assert run.falling_behind.empty  # c1 keeps up, c2's capacity is unknown
 
 
 def test_without_rates_rate_balanced_is_avg_by_circle() -> None:

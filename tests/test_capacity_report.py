@@ -159,3 +159,21 @@ def test_without_capacities_the_page_says_so(plain_run) -> None:
     assert "groups behind after a step (in any phase but 0)" not in parsed.tables[0][0]
     assert "whether clients keep up is not known" in page
     assert "Groups behind in the snapshot" not in page
+
+
+def test_with_capacities_but_no_traffic_nobody_is_known_to_fall_behind(spark, tmp_path) -> None:
+    # Capacities, but no producers: no client's messages are known, so no client is over or under
+    # its capacity. falling_behind/ is written (some client has a capacity) with no row, summary's
+    # groups_behind is null, and the page says it does not know rather than "none".
+    consumers = [
+        {"group": "g", "topic": "t", "client_id": c, "capacity_msgs_per_s": cap}
+        for c, cap in CAPACITIES.items()
+    ]
+    tables = dict(brokers=broker_rows("b1"), topic_queues=queue_rows("t", {"b1": 4}), consumers=consumers)
+    out = simulated(spark, tmp_path, sink="arrow", tables=tables).out
+    assert pq.read_table(out / "falling_behind").num_rows == 0
+    assert pq.read_table(out / "summary").column("groups_behind").to_pylist() == [None]
+    page = html.write_html(out, charts.write_charts(str(out))).read_text(encoding="utf-8")
+    assert (
+        "Groups behind in the snapshot (phase 0): not known (no client with a capacity has traffic)." in page
+    )

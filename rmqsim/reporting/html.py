@@ -247,8 +247,8 @@ def overview_html(run: results.Run) -> list[str]:
             "capacity_msgs_per_s): whether clients keep up is not known.</p>"
         )
     else:
-        behind = escape(results.snapshot_behind(run) or "none")
-        parts.insert(1, f"<p>Groups behind in the snapshot (phase 0): {behind}.</p>")
+        behind = results.snapshot_behind(run) or "not known (no client with a capacity has traffic)"
+        parts.insert(1, f"<p>Groups behind in the snapshot (phase 0): {escape(behind)}.</p>")
     if overview.stranded_msgs_per_s_before.isna().all():
         parts.append('<p class="note">The snapshot has no traffic (producers): messages are not counted.</p>')
     advised = overview.dropna(subset=["advice"])

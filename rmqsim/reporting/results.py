@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from rmqsim import schemas
 from rmqsim.errors import InputError
 from rmqsim.sink.directory import RUN_MARK
 
@@ -49,8 +50,13 @@ _PARTITIONING = ds.partitioning(
 
 
 def _dataset(run: str | Path, name: str) -> ds.Dataset | None:
+    """Table ``name`` of the run, with its schema's columns even where it has no rows (a stage
+    table whose tasks wrote no file)."""
     path = Path(run) / name
-    return ds.dataset(path, format="parquet", partitioning=_PARTITIONING) if path.is_dir() else None
+    if not path.is_dir():
+        return None
+    schema = schemas.arrow(schemas.OUTPUTS[name].schema) if name in schemas.OUTPUTS else None
+    return ds.dataset(path, schema=schema, format="parquet", partitioning=_PARTITIONING)
 
 
 def require_run(run: str | Path) -> Path:
@@ -246,8 +252,9 @@ def _most(rows: pd.DataFrame, column: str) -> object:
 def _behind(behind: pd.DataFrame | None, phases: pd.DataFrame) -> str | None:
     """The groups of falling_behind/ in the (scenario, phase)s of summary rows ``phases``, as
     "group (k of n strategies)": behind in some of those phases under k of the n strategies run,
-    most strategies first; "none" where no group is; None without capacities (no falling_behind/)."""
-    if behind is None:
+    most strategies first; "none" where no group is; None where not known: without capacities (no
+    falling_behind/), or where no client with a capacity has known messages (groups_behind null)."""
+    if behind is None or ("groups_behind" in phases and phases.groups_behind.isna().all()):
         return None
     keys = ["scenario", "phase", "strategy"]
     rows = behind.merge(phases[keys].drop_duplicates(), on=keys)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rmqsim.arrays import runs_of
+
 
 @dataclass(frozen=True)
 class Clients:
@@ -134,3 +136,63 @@ def clients_needed(
         need = np.ceil((inflow + backlog / drain_target_s) / mean)
     need = np.where((counted > 0) & (mean > 0), need, np.nan)
     return need[group_of_row]
+
+
+# Rates summed per group in millionths, as int64: the sum does not depend on the clients' order.
+EXACT = 1_000_000
+
+
+def millionths(values: np.ndarray) -> np.ndarray:
+    """Rates in millionths, rounded half to even (Arrow's default, which the driver's sums use)."""
+    return np.round(values * float(EXACT)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Behind:
+    """Per group that falls behind (section 2d: a client over capacity, or one whose backlog never
+    drains), over its clients: a client of it (the first), how many, those over capacity and those
+    that never drain; the sums of their messages, capacities and lag growth (millionths) with how
+    many of each are known, and the highest load over capacity (NaN: none known)."""
+
+    client: np.ndarray
+    consumers: np.ndarray
+    over: np.ndarray
+    never: np.ndarray
+    msgs: np.ndarray
+    msgs_known: np.ndarray
+    capacity: np.ndarray
+    capacity_known: np.ndarray
+    growth: np.ndarray
+    max_ratio: np.ndarray
+
+
+def falling_behind(
+    group: np.ndarray, keep: Keeping, msgs: np.ndarray, msgs_known: np.ndarray, backlog: np.ndarray
+) -> Behind:
+    """The groups whose clients fall behind. ``group``: each client's group, non-decreasing (a
+    group's clients side by side); ``msgs``: each client's messages per second (meaningless where
+    not ``msgs_known``); ``backlog``: its backlog (0 where unknown)."""
+    _, starts, consumers = runs_of(group)
+
+    def summed(values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(values.astype(np.int64), starts) if len(starts) else np.zeros(0, np.int64)
+
+    known = np.isfinite(keep.capacity)
+    never = (backlog > 0) & msgs_known & known & (msgs >= np.nan_to_num(keep.capacity))
+    ratio = np.where(keep.known & ~np.isnan(keep.load_over_capacity), keep.load_over_capacity, -np.inf)
+    highest = np.maximum.reduceat(ratio, starts) if len(starts) else np.zeros(0)
+    over, never_count = summed(keep.over), summed(never)
+    behind = (summed(keep.known) > 0) & ((over > 0) | (never_count > 0))
+    at = np.flatnonzero(behind)
+    return Behind(
+        client=starts[at],
+        consumers=consumers[at],
+        over=over[at],
+        never=never_count[at],
+        msgs=summed(millionths(np.where(msgs_known, msgs, 0.0)))[at],
+        msgs_known=summed(msgs_known)[at],
+        capacity=summed(np.where(known, millionths(np.nan_to_num(keep.capacity)), 0))[at],
+        capacity_known=summed(known)[at],
+        growth=summed(np.where(keep.known, millionths(np.nan_to_num(keep.growth)), 0))[at],
+        max_ratio=np.where(np.isfinite(highest[at]), highest[at], np.nan),
+    )

@@ -37,6 +37,7 @@ from rmqsim.strategies.batch import batch_client_codes, duplicate_client_counts,
 
 GROUP_METRICS_ARROW = schemas.arrow(schemas.GROUP_METRICS)
 CONSUMER_LOAD_ARROW = schemas.arrow(schemas.CONSUMER_LOAD)
+FALLING_BEHIND_ARROW = schemas.arrow(schemas.FALLING_BEHIND)
 CLIENT_ASSIGNMENTS_ARROW = schemas.arrow(schemas.CLIENT_ASSIGNMENTS)
 OWNED_ARROW = CLIENT_ASSIGNMENTS_ARROW.field("owned").type
 PATHS_ARROW = pa.array(schemas.PATHS, type=pa.string())
@@ -49,10 +50,14 @@ class MetricRows:
     group_metrics: pa.RecordBatch
     consumer_load: pa.RecordBatch
     assignments: pa.RecordBatch  # schemas.CLIENT_ASSIGNMENTS: a row per client that holds a queue
+    falling_behind: pa.RecordBatch | None  # where asked for
 
 
-def metric_rows(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[MetricRows]:
-    """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows))."""
+def metric_rows(
+    rows: pa.RecordBatch, allocated: list[Allocated], *, falling_behind: bool = False
+) -> list[MetricRows]:
+    """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows)); with
+    ``falling_behind``, that table's rows too."""
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     traffic_known = has_traffic(rows)
@@ -68,12 +73,18 @@ def metric_rows(rows: pa.RecordBatch, allocated: list[Allocated]) -> list[Metric
         keep = _keeping(rows, a, load, clients, offsets_known, traffic_known)
         columns = _group_metric_columns(a, load, offsets_known, alternatives(a, phase, on_client, consumers))
         columns += _traffic_columns(rows, a, load, inflow, traffic_known, offsets_known)
-        columns += _capacity_columns(rows, a, load, clients, keep, inflow, group_code)
+        needed = _clients_needed(rows, a, clients, keep, inflow, group_code)
+        columns += _capacity_columns(rows, a, load, clients, keep, needed)
+        behind = None
+        if falling_behind:
+            known = (offsets_known, traffic_known)
+            behind = _falling_behind_rows(rows, a, load, clients, keep, needed, group_code, known)
         out.append(
             MetricRows(
                 group_metrics=_group_metric_rows(rows, a, columns),
                 consumer_load=_consumer_load_rows(rows, a, load, clients, keep, offsets_known, traffic_known),
                 assignments=_assignment_lists(rows, a),
+                falling_behind=behind,
             )
         )
     return out
@@ -109,26 +120,23 @@ def _keeping(
     )
 
 
-def _capacity_columns(
+def _clients_needed(
     rows: pa.RecordBatch,
     a: Allocated,
-    load: Load,
     clients: capacity.Clients,
     keep: capacity.Keeping,
     inflow: np.ndarray | None,
     group_code: np.ndarray,
-) -> list[pa.Array]:
-    """section 2d's group_metrics figures, one value per group of the batch; null without capacity
-    or traffic; and the clients still on the stock strategy where the group is designated."""
+) -> np.ndarray:
+    """Per group of the batch, the clients its whole (scenario, phase, group) needs (NaN: unknown)."""
     batch = a.batch
     n = batch.n_groups
-    figures = capacity.per_topic(keep, clients, a.callers.group, load.msgs, n)
     rate = inflow if inflow is not None else np.zeros(len(batch.queue_id))
     row_inflow = np.bincount(batch.queue_group, weights=rate, minlength=n)
     row_backlog = np.bincount(batch.queue_group, weights=batch.params.queue_backlog, minlength=n)
     target = rows.column("drain_target_s").to_numpy(zero_copy_only=False)
     target = float(target[0]) if len(target) and target[0] is not None and np.isfinite(target[0]) else 3600.0
-    needed = capacity.clients_needed(
+    return capacity.clients_needed(
         group_code[:n],
         row_inflow,
         row_backlog,
@@ -136,6 +144,21 @@ def _capacity_columns(
         keep.capacity,
         target,
     )
+
+
+def _capacity_columns(
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    clients: capacity.Clients,
+    keep: capacity.Keeping,
+    needed: np.ndarray,
+) -> list[pa.Array]:
+    """section 2d's group_metrics figures, one value per group of the batch; null without capacity
+    or traffic; and the clients still on the stock strategy where the group is designated."""
+    batch = a.batch
+    n = batch.n_groups
+    figures = capacity.per_topic(keep, clients, a.callers.group, load.msgs, n)
     unknown = ~figures.known
     designated = rows.column("designated_ips").is_valid().to_numpy(zero_copy_only=False)
     aware = client_designated_aware(rows, batch.client_offsets)[a.callers.client]
@@ -348,6 +371,50 @@ def _consumer_load_rows(
         _doubles(keep.drain, unknown),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW)
+
+
+def _falling_behind_rows(
+    rows: pa.RecordBatch,
+    a: Allocated,
+    load: Load,
+    clients: capacity.Clients,
+    keep: capacity.Keeping,
+    needed: np.ndarray,
+    group_code: np.ndarray,
+    known: tuple[np.ndarray, np.ndarray],
+) -> pa.RecordBatch:
+    """A row per (scenario, phase, group) that falls behind (schemas.FALLING_BEHIND): its clients'
+    figures as consumer_load gives them, summed. The clients come sorted by group (_clients).
+    ``known``: per row, whether it has offsets and whether it has traffic."""
+    g = a.callers.group
+    row = g[clients.first]  # each client's first (topic, group) row
+    offsets_known, traffic_known = known
+    traffic = clients.summed(traffic_known[g]) > 0
+    backlog = np.where(clients.summed(offsets_known[g]) > 0, clients.summed(load.backlog), 0.0)
+    behind = capacity.falling_behind(
+        group_code[row], keep, clients.summed(load.msgs), traffic, backlog.astype(np.int64)
+    )
+    scenario, phase, strategy, _, group = _keys(rows, a.strategy, row[behind.client])
+    need = needed[row[behind.client]]
+    columns = [
+        scenario,
+        phase,
+        strategy,
+        group,
+        pa.array(behind.consumers, type=pa.int64()),
+        pa.array(behind.over, type=pa.int64()),
+        pa.array(behind.never, type=pa.int64()),
+        _from_millionths(behind.msgs, behind.msgs_known == 0),
+        _from_millionths(behind.capacity, behind.capacity_known == 0),
+        _from_millionths(behind.growth, np.zeros(len(behind.growth), dtype=bool)),
+        _doubles(behind.max_ratio, np.zeros(len(behind.max_ratio), dtype=bool)),
+        _longs(np.nan_to_num(need), np.isnan(need)),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW)
+
+
+def _from_millionths(summed: np.ndarray, mask: np.ndarray) -> pa.Array:
+    return pa.array(summed.astype(np.float64) / float(capacity.EXACT), mask=mask, type=pa.float64())
 
 
 def _assignment_lists(rows: pa.RecordBatch, a: Allocated) -> pa.RecordBatch:

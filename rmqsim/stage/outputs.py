@@ -21,14 +21,14 @@ StageRows = dict[str, list[pa.RecordBatch]]  # table -> its rows; assignments as
 
 def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
     """``tables``' rows for every strategy each of ``rows`` runs: group_metrics, consumer_load and
-    assignments (schemas.CLIENT_ASSIGNMENTS), and movement where asked for. ``rows`` holds every
-    topic and phase of each (scenario, group) it holds."""
+    assignments (schemas.CLIENT_ASSIGNMENTS), and falling_behind and movement where asked for.
+    ``rows`` holds every topic and phase of each (scenario, group) it holds."""
     out: StageRows = {table: [] for table in tables}
     if not rows.num_rows:
         return out
     allocated = allocate_rows(rows)
-    for strategy in metric_rows(rows, allocated):
-        for table in ("group_metrics", "consumer_load", "assignments"):
+    for strategy in metric_rows(rows, allocated, falling_behind="falling_behind" in out):
+        for table in ("group_metrics", "consumer_load", "assignments", "falling_behind"):
             if table in out:
                 out[table].append(getattr(strategy, table))
     if "movement" in out:
