@@ -168,7 +168,8 @@ def _publish_lists(
     kept = (np.asarray(perm, dtype=np.int64) & PERM_WRITE != 0) & usable & (wanted > 0) & ~is_order[topic]
     rank = _dense_rank(java_order(brokers) if client == "java" else brokers)
     rows = np.flatnonzero(kept)
-    rows = rows[np.lexsort((rows, rank[rows], topic[rows]))]
+    # One int64 key, sorted stably: rows keep their route order within a (topic, broker).
+    rows = rows[np.argsort(topic[rows] * (int(rank.max(initial=0)) + 1) + rank[rows], kind="stable")]
 
     # Conf segments: each order topic's items; their broker names follow the route's in one array.
     item_counts = np.array([len(p.brokers) for p in parsed], dtype=np.int64)

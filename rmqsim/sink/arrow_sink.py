@@ -42,6 +42,9 @@ from rmqsim.stage.tasks import StageInput, split_by_group
 
 # Route rows per Arrow batch a task reads: what Spark's arrow.maxRecordsPerBatch hands it.
 BATCH_ROWS = 10_000
+# Rows per row group of a file the driver writes: at most that many, which even queue_traffic's
+# rows of a 10M-assignment fleet fit in one (15 MB of Parquet).
+DRIVER_ROW_GROUP = 1 << 24
 
 # Repeated on every queue of a client: dictionary-encoded, a gather of indices instead of strings.
 REPEATED = ("topic", "group", "client_id", "computed_by")
@@ -221,8 +224,11 @@ class ArrowSink:
             os.makedirs(where, exist_ok=True)
             rows = rows.drop_columns(list(spec.partitioned_by))
             file = os.path.join(where, part_file(0))
-            # Without Arrow's schema in the file: a reader sees strings, not the dictionaries.
-            pq.write_table(rows, file, store_schema=False, **parquet_options(rows.schema))
+            # Without Arrow's schema in the file: a reader sees strings, not the dictionaries. In
+            # row groups as large as Spark's writer makes them (128 MB): pyarrow's default, a
+            # million rows, wrote queue_traffic's dictionary of every topic once per million.
+            options = parquet_options(rows.schema)
+            pq.write_table(rows, file, store_schema=False, row_group_size=DRIVER_ROW_GROUP, **options)
         open(os.path.join(path, SUCCESS), "w").close()
 
     def read(
