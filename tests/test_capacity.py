@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.cli import main
+from rmqsim.stage import capacity
 from rmqsim.strategies import GroupBatch, distinct_callers, rate_balanced, registry
 from tests.builders import broker_rows, consumer_rows, make_snapshot, queue_rows, route, staged
 from tests.simulated import simulated
@@ -272,3 +273,23 @@ def test_a_drain_target_that_is_not_a_positive_number_is_exit_code_2(value, caps
         main(["simulate", "--snapshot", "s", "--out", "o", "--drain-target", value])
     assert exited.value.code == 2
     assert "--drain-target" in capsys.readouterr().err
+
+
+def test_falling_behind_refuses_clients_not_side_by_side_by_group() -> None:
+    # Group 0's clients split by group 1's: summed as runs, group 0 would count as two groups.
+    keep = capacity.keeping(
+        np.array([90.0, 90.0, 90.0]),
+        np.zeros(3),
+        np.array([50.0, 50.0, 50.0]),
+        msgs_known=np.ones(3, dtype=bool),
+        backlog_known=np.ones(3, dtype=bool),
+    )
+    with pytest.raises(ValueError, match="side by side"):
+        capacity.falling_behind(
+            np.array([0, 1, 0]), keep, np.full(3, 90.0), np.ones(3, dtype=bool), np.zeros(3)
+        )
+    # Side by side: one row per group, each client 40 msgs/s over its 50.
+    behind = capacity.falling_behind(
+        np.array([0, 0, 1]), keep, np.full(3, 90.0), np.ones(3, dtype=bool), np.zeros(3)
+    )
+    assert behind.consumers.tolist() == [2, 1] and behind.over.tolist() == [2, 1]

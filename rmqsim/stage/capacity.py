@@ -172,6 +172,8 @@ def falling_behind(
     """The groups whose clients fall behind. ``group``: each client's group, non-decreasing (a
     group's clients side by side); ``msgs``: each client's messages per second (meaningless where
     not ``msgs_known``); ``backlog``: its backlog (0 where unknown)."""
+    if (np.diff(group) < 0).any():
+        raise ValueError("falling_behind needs each group's clients side by side")
     _, starts, consumers = runs_of(group)
 
     def summed(values: np.ndarray) -> np.ndarray:
