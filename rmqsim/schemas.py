@@ -808,5 +808,5 @@ OUTPUTS = {
     )
 }
 # The tables the allocation stage's tasks write, in the order they are produced; falling_behind
-# only where the snapshot gives a capacity, movement only where a scenario has a second phase.
+# only where some client has a capacity, movement only where a scenario has a second phase.
 STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "falling_behind", "movement")

@@ -122,7 +122,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         consumers = staged.consumers
         if capacities:
             consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
-        known = consumers["capacity_msgs_per_s"] if capacities else pa.nulls(0)
+        some_capacity = capacities and consumers["capacity_msgs_per_s"].null_count < consumers.num_rows
         clients = routes.client_lists(
             consumers,
             queue_config=staged.queue_config,
@@ -174,7 +174,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         checked=checked.snapshot,
         absent=tuple(c for c, none in absent.items() if none),
         traffic=traffic,
-        with_capacities=known.null_count < len(known),
+        with_capacities=some_capacity,
     )
 
 

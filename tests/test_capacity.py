@@ -285,11 +285,7 @@ def test_falling_behind_refuses_clients_not_side_by_side_by_group() -> None:
         backlog_known=np.ones(3, dtype=bool),
     )
     with pytest.raises(ValueError, match="side by side"):
-        capacity.falling_behind(
-            np.array([0, 1, 0]), keep, np.full(3, 90.0), np.ones(3, dtype=bool), np.zeros(3)
-        )
+        capacity.falling_behind(np.array([0, 1, 0]), keep, np.full(3, 90.0), np.ones(3, dtype=bool))
     # Side by side: one row per group, each client 40 msgs/s over its 50.
-    behind = capacity.falling_behind(
-        np.array([0, 0, 1]), keep, np.full(3, 90.0), np.ones(3, dtype=bool), np.zeros(3)
-    )
+    behind = capacity.falling_behind(np.array([0, 0, 1]), keep, np.full(3, 90.0), np.ones(3, dtype=bool))
     assert behind.consumers.tolist() == [2, 1] and behind.over.tolist() == [2, 1]

@@ -166,12 +166,10 @@ class Behind:
     max_ratio: np.ndarray
 
 
-def falling_behind(
-    group: np.ndarray, keep: Keeping, msgs: np.ndarray, msgs_known: np.ndarray, backlog: np.ndarray
-) -> Behind:
+def falling_behind(group: np.ndarray, keep: Keeping, msgs: np.ndarray, msgs_known: np.ndarray) -> Behind:
     """The groups whose clients fall behind. ``group``: each client's group, non-decreasing (a
     group's clients side by side); ``msgs``: each client's messages per second (meaningless where
-    not ``msgs_known``); ``backlog``: its backlog (0 where unknown)."""
+    not ``msgs_known``)."""
     if (np.diff(group) < 0).any():
         raise ValueError("falling_behind needs each group's clients side by side")
     _, starts, consumers = runs_of(group)
@@ -180,17 +178,16 @@ def falling_behind(
         return np.add.reduceat(values.astype(np.int64), starts) if len(starts) else np.zeros(0, np.int64)
 
     known = np.isfinite(keep.capacity)
-    never = (backlog > 0) & msgs_known & known & (msgs >= np.nan_to_num(keep.capacity))
     ratio = np.where(keep.known & ~np.isnan(keep.load_over_capacity), keep.load_over_capacity, -np.inf)
     highest = np.maximum.reduceat(ratio, starts) if len(starts) else np.zeros(0)
-    over, never_count = summed(keep.over), summed(never)
-    behind = (summed(keep.known) > 0) & ((over > 0) | (never_count > 0))
+    over, never = summed(keep.over), summed(keep.never)
+    behind = (summed(keep.known) > 0) & ((over > 0) | (never > 0))
     at = np.flatnonzero(behind)
     return Behind(
         client=starts[at],
         consumers=consumers[at],
         over=over[at],
-        never=never_count[at],
+        never=never[at],
         msgs=summed(millionths(np.where(msgs_known, msgs, 0.0)))[at],
         msgs_known=summed(msgs_known)[at],
         capacity=summed(np.where(known, millionths(np.nan_to_num(keep.capacity)), 0))[at],

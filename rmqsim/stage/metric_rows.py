@@ -70,19 +70,19 @@ def metric_rows(
         load = Load.of(a, inflow)
         consumers = np.bincount(a.callers.group, minlength=a.batch.n_groups)
         clients = _clients(a, group_code)
-        keep = _keeping(rows, a, load, clients, offsets_known, traffic_known)
+        sums = ClientSums.of(load, clients, a.callers.group, offsets_known, traffic_known)
+        keep = _keeping(rows, a, clients, sums)
         columns = _group_metric_columns(a, load, offsets_known, alternatives(a, phase, on_client, consumers))
         columns += _traffic_columns(rows, a, load, inflow, traffic_known, offsets_known)
         needed = _clients_needed(rows, a, clients, keep, inflow, group_code)
         columns += _capacity_columns(rows, a, load, clients, keep, needed)
         behind = None
         if falling_behind:
-            known = (offsets_known, traffic_known)
-            behind = _falling_behind_rows(rows, a, load, clients, keep, needed, group_code, known)
+            behind = _falling_behind_rows(rows, a, clients, keep, sums, needed, group_code)
         out.append(
             MetricRows(
                 group_metrics=_group_metric_rows(rows, a, columns),
-                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, offsets_known, traffic_known),
+                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums),
                 assignments=_assignment_lists(rows, a),
                 falling_behind=behind,
             )
@@ -101,22 +101,39 @@ def _clients(a: Allocated, group_code: np.ndarray) -> capacity.Clients:
     return capacity.Clients(of_caller=client_class, first=firsts[order], topics=topics)
 
 
+@dataclass(frozen=True)
+class ClientSums:
+    """Per client, its callers' messages per second and backlog summed over its topics, and
+    whether any of its topics has traffic, or offsets: a backlog is known where any has."""
+
+    msgs: np.ndarray
+    backlog: np.ndarray
+    msgs_known: np.ndarray
+    backlog_known: np.ndarray
+
+    @staticmethod
+    def of(
+        load: Load,
+        clients: capacity.Clients,
+        group: np.ndarray,
+        offsets_known: np.ndarray,
+        traffic_known: np.ndarray,
+    ) -> ClientSums:
+        """``group``: each caller's row; ``offsets_known``, ``traffic_known``: per row."""
+        return ClientSums(
+            msgs=clients.summed(load.msgs),
+            backlog=clients.summed(load.backlog),
+            msgs_known=clients.summed(traffic_known[group]) > 0,
+            backlog_known=clients.summed(offsets_known[group]) > 0,
+        )
+
+
 def _keeping(
-    rows: pa.RecordBatch,
-    a: Allocated,
-    load: Load,
-    clients: capacity.Clients,
-    offsets_known: np.ndarray,
-    traffic_known: np.ndarray,
+    rows: pa.RecordBatch, a: Allocated, clients: capacity.Clients, sums: ClientSums
 ) -> capacity.Keeping:
-    g = a.callers.group
     caps = client_capacities(rows, a.batch.client_offsets)[a.callers.client[clients.first]]
     return capacity.keeping(
-        clients.summed(load.msgs),
-        clients.summed(load.backlog),
-        caps,
-        msgs_known=clients.summed(traffic_known[g]) > 0,
-        backlog_known=clients.summed(offsets_known[g]) > 0,
+        sums.msgs, sums.backlog, caps, msgs_known=sums.msgs_known, backlog_known=sums.backlog_known
     )
 
 
@@ -339,18 +356,15 @@ def _consumer_load_rows(
     load: Load,
     clients: capacity.Clients,
     keep: capacity.Keeping,
-    offsets_known: np.ndarray,
-    traffic_known: np.ndarray,
+    sums: ClientSums,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group, client): its load over every topic of the group it reads."""
     batch, callers = a.batch, a.callers
-    g = callers.group
     firsts = clients.first
     summed = clients.summed
     # A client's load has a backlog where any of its topics has offsets, not only its first.
-    no_offsets = ~(summed(offsets_known[g]) > 0)
-    no_traffic = ~(summed(traffic_known[g]) > 0)
-    scenario, phase, strategy, _, group = _keys(rows, a.strategy, g[firsts])
+    no_offsets, no_traffic = ~sums.backlog_known, ~sums.msgs_known
+    scenario, phase, strategy, _, group = _keys(rows, a.strategy, callers.group[firsts])
     unknown = ~keep.known
     columns = [
         scenario,
@@ -360,10 +374,10 @@ def _consumer_load_rows(
         take(batch.client_ids, callers.client[firsts]),
         pa.array(clients.topics.astype(np.int64), type=pa.int64()),
         pa.array(summed(load.queues).astype(np.int64), type=pa.int64()),
-        pa.array(summed(load.backlog).astype(np.int64), mask=no_offsets, type=pa.int64()),
+        pa.array(sums.backlog.astype(np.int64), mask=no_offsets, type=pa.int64()),
         pa.array(summed(load.message_share), type=pa.float64()),
         pa.array(summed(load.backlog_share), mask=no_offsets, type=pa.float64()),
-        pa.array(summed(load.msgs), mask=no_traffic, type=pa.float64()),
+        pa.array(sums.msgs, mask=no_traffic, type=pa.float64()),
         _doubles(np.nan_to_num(keep.capacity), np.isnan(keep.capacity)),
         _doubles(keep.load_over_capacity, unknown),
         pa.array(keep.over, mask=unknown, type=pa.bool_()),
@@ -376,24 +390,16 @@ def _consumer_load_rows(
 def _falling_behind_rows(
     rows: pa.RecordBatch,
     a: Allocated,
-    load: Load,
     clients: capacity.Clients,
     keep: capacity.Keeping,
+    sums: ClientSums,
     needed: np.ndarray,
     group_code: np.ndarray,
-    known: tuple[np.ndarray, np.ndarray],
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group) that falls behind (schemas.FALLING_BEHIND): its clients'
-    figures as consumer_load gives them, summed. The clients come sorted by group (_clients).
-    ``known``: per row, whether it has offsets and whether it has traffic."""
-    g = a.callers.group
-    row = g[clients.first]  # each client's first (topic, group) row
-    offsets_known, traffic_known = known
-    traffic = clients.summed(traffic_known[g]) > 0
-    backlog = np.where(clients.summed(offsets_known[g]) > 0, clients.summed(load.backlog), 0.0)
-    behind = capacity.falling_behind(
-        group_code[row], keep, clients.summed(load.msgs), traffic, backlog.astype(np.int64)
-    )
+    figures as consumer_load gives them, summed. The clients come sorted by group (_clients)."""
+    row = a.callers.group[clients.first]  # each client's first (topic, group) row
+    behind = capacity.falling_behind(group_code[row], keep, sums.msgs, sums.msgs_known)
     scenario, phase, strategy, _, group = _keys(rows, a.strategy, row[behind.client])
     need = needed[row[behind.client]]
     columns = [
