@@ -7,12 +7,12 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -190,31 +190,22 @@ def from_arrow(spark: SparkSession, table: pa.Table, schema: StructType | None =
     return spark.createDataFrame(table.combine_chunks(), schema)
 
 
-def checkpoint(df: DataFrame) -> DataFrame:
-    """``df`` computed now and kept on the executors, as a plan with no lineage.
+def wait_for_stopped_tasks(spark: SparkSession, *, timeout: float = 120.0) -> bool:
+    """Wait until no task of the application's jobs runs; False if some still does at ``timeout``.
 
-    Every later query's plan starts here instead of at the snapshot: on a run with scenarios,
-    analysing the stacked phases again for each output cost more than running the outputs. The
-    price: an executor lost before the run ends fails the run (there is no lineage to recompute
-    from). Free it with ``release``."""
-    return df.localCheckpoint(eager=True)
-
-
-def keep(df: DataFrame, level: StorageLevel) -> DataFrame:
-    """``df`` kept for the run (``unpersist`` frees it). Through Spark Connect a local checkpoint
-    instead of a cache: the client sends each query's whole plan, and one built on the checks'
-    plans nests deeper than the protobuf decoder allows (100 levels); a checkpoint is one level."""
-    if is_remote(df.sparkSession):
-        return df.localCheckpoint(eager=False)
-    return df.persist(level)
-
-
-def release(df: DataFrame) -> None:
-    """Free a ``checkpoint``'s blocks now rather than when the JVM collects it (unpersist does not
-    reach them). Through the JVM plan: PySpark has no call for it. A Spark Connect server frees
-    them itself once the client drops the DataFrame."""
-    if is_remote(df.sparkSession):
-        return
-    plan = df._jdf.queryExecution().analyzed()
-    if plan.getClass().getSimpleName() == "LogicalRDD":
-        plan.rdd().unpersist(False)
+    A job ends once every partition has one successful attempt. A speculative attempt still
+    running then is told to stop, and may write a little more before its executor reports it
+    stopped: an empty _temporary folder in a table Spark has already committed. Jobs without a job
+    group only (rmqsim sets none). Through Spark Connect the client sees no tasks: True at once."""
+    if is_remote(spark):
+        return True
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(None)]
+        stages = [tracker.getStageInfo(stage) for job in jobs if job for stage in job.stageIds]
+        if not any(stage.numActiveTasks for stage in stages if stage):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)

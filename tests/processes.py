@@ -1,10 +1,11 @@
 """What the tests that start real Spark processes share: make package's file names, a Python
 without rmqsim for the workers, free ports, waiting for a server's log line, the CLI as a process,
-spark-submit of the packaged job, and comparing two runs' output tables."""
+spark-submit of the packaged job, comparing two runs' output tables, and killing an executor."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import psutil
 import pyspark
 
 import rmqsim
@@ -109,3 +111,42 @@ def same_tables(old: Path, new: Path) -> list[str]:
     results = compare_runs(old, new)
     assert all(r.equal for r in results), "\n".join(line for r in results for line in r.lines)
     return [r.name for r in results]
+
+
+def executor_jvms(work_dir: Path) -> list[psutil.Process]:
+    """The executor JVMs (CoarseGrainedExecutorBackend) a standalone worker launched in
+    ``work_dir``: each runs in its own folder there."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            command = " ".join(process.info["cmdline"] or ())
+            cwd = process.info["cwd"] or ""
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if "CoarseGrainedExecutorBackend" in command and cwd.startswith(str(work_dir)):
+            found.append(process)
+    return found
+
+
+def runs_python(executor: psutil.Process) -> bool:
+    """Whether ``executor`` has started its Python workers (pyspark.daemon or a worker of its own)."""
+    try:
+        return any("pyspark" in " ".join(c.cmdline()) for c in executor.children(recursive=True))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def kill_first_executor_running_python(work_dir: Path, *, timeout: float) -> str:
+    """``kill -9`` the first executor JVM under ``work_dir`` seen with Python workers: in an
+    rmqsim run the allocation stage is the only Python a cluster's executors run. Its folder,
+    once killed, as a standalone worker names it (app-.../N)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for executor in executor_jvms(work_dir):
+            if runs_python(executor):
+                folder = str(Path(executor.cwd()).relative_to(work_dir))
+                executor.send_signal(signal.SIGKILL)
+                executor.wait(timeout=60)
+                return folder
+        time.sleep(0.05)
+    raise AssertionError(f"no executor under {work_dir} ran Python within {timeout} s")

@@ -1,12 +1,19 @@
-"""The packaged job on a real Spark standalone cluster: a master and one worker on 127.0.0.1,
-started from the installed pyspark, and `dist/simulate.py` spark-submitted to it with the
---py-files zip. The executors run in the worker's JVMs with their own Python workers, whose
-Python (like the driver's here) has pyarrow, pandas and numpy but not rmqsim: it comes from the zip.
+"""The packaged job on a real Spark standalone cluster: a master and two workers, on 127.0.0.1 and
+127.0.0.2 (two hosts to Spark, so that a speculative copy of a task may run: Spark never runs two
+attempts of a task on one host), started from the installed pyspark, and `dist/simulate.py`
+spark-submitted to it with the --py-files zip. The executors run in the workers' JVMs with their
+own Python workers, whose Python (like the driver's here) has pyarrow, pandas and numpy but not
+rmqsim: it comes from the zip.
+
+Every run here must give exactly the tables of a local run of the same input: one where Spark runs
+speculative copies of tasks, and one whose executor is killed while its Python workers run the
+allocation stage. Neither may leave a task attempt or a temporary file in or beside its output.
 """
 
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +24,7 @@ from tests.processes import (
     SPARK_HOME,
     ZIP,
     free_port,
+    kill_first_executor_running_python,
     python_without_rmqsim,
     same_tables,
     spark_env,
@@ -26,71 +34,146 @@ from tests.processes import (
 
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
+HOSTS = ("127.0.0.1", "127.0.0.2")
+STRATEGIES = "AVG,STICKY,CONSISTENT_HASH"
 
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    """(spark://127.0.0.1:PORT, a Python without rmqsim): a master and a 2-core, 2 GiB worker."""
+    """(spark://127.0.0.1:PORT, a Python without rmqsim, the folder of the workers' work folders):
+    a master and a 1-core, 2 GiB worker on each of HOSTS."""
     home = tmp_path_factory.mktemp("standalone")
     python = python_without_rmqsim(home / "python")
     port = free_port()
-    env = spark_env(SPARK_LOCAL_IP="127.0.0.1")
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     url = f"spark://127.0.0.1:{port}"
     started = []
+    work = [home / f"work-{host}" for host in HOSTS]
     try:
         with open(home / "master.log", "w") as log:
             master = [spark_class, MASTER, "--host", "127.0.0.1", "--port", str(port)]
             master += ["--webui-port", str(free_port())]
+            env = spark_env(SPARK_LOCAL_IP="127.0.0.1")
             started.append(subprocess.Popen(master, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home))
         wait_for(home / "master.log", "New state: ALIVE")
-        with open(home / "worker.log", "w") as log:
-            worker = [spark_class, WORKER, url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g"]
-            worker += ["--webui-port", str(free_port()), "--work-dir", str(home / "work")]
-            started.append(subprocess.Popen(worker, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home))
-        wait_for(home / "master.log", "Registering worker")
-        yield url, python
+        for host, folder in zip(HOSTS, work):
+            with open(home / f"worker-{host}.log", "w") as log:
+                worker = [spark_class, WORKER, url, "--host", host, "--cores", "1", "--memory", "2g"]
+                worker += ["--webui-port", str(free_port()), "--work-dir", str(folder)]
+                env = spark_env(SPARK_LOCAL_IP=host)
+                process = subprocess.Popen(worker, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home)
+                started.append(process)
+            wait_for(home / "master.log", f"Registering worker {host}")
+        yield url, python, home
     finally:
         for process in reversed(started):
             process.terminate()
             process.wait(timeout=60)
 
 
-def test_spark_submit_to_a_standalone_cluster_gives_the_tables_of_a_local_run(
-    standalone, packaged: Path, spark, tmp_path: Path
-) -> None:
-    url, python = standalone
-    (tmp_path / "one.yml").write_text(ONE_SCENARIO)
-    args = ["--snapshot", str(config.sample_snapshot()), "--scenarios", str(tmp_path / "one.yml")]
-    args += ["--strategies", "AVG,STICKY,CONSISTENT_HASH"]
-    code, log = submit_job(
-        packaged,
-        *args,
-        *("--out", str(tmp_path / "cluster")),
-        master=url,
-        options=[
-            *("--properties-file", str(packaged / "spark-cluster.properties")),
-            # The cluster profile's 4g executors would not fit this worker.
-            *("--conf", "spark.executor.memory=1g", "--conf", "spark.executor.memoryOverhead=512m"),
-            *("--conf", "spark.ui.enabled=false"),
-        ],
-        env=spark_env(
-            SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python)
-        ),
-        cwd=tmp_path,
-        timeout=900,
-    )
-    assert code == 0, log[-5000:]
-    assert f"from {packaged / ZIP}/rmqsim/__init__.py" in log  # the driver's rmqsim: the zip
-    assert f"spark.master={url}" in log
+@pytest.fixture(scope="module")
+def clean_run(spark, tmp_path_factory) -> tuple[Path, Path]:
+    """(the scenarios file, a local run of the sample with it and STRATEGIES): what every cluster
+    run must write."""
+    home = tmp_path_factory.mktemp("clean")
+    (home / "one.yml").write_text(ONE_SCENARIO)
     simulate.run(
         spark,
         config.SimulateConfig(
             snapshot=str(config.sample_snapshot()),
-            out=str(tmp_path / "local"),
-            strategies=("AVG", "STICKY", "CONSISTENT_HASH"),
-            scenarios=str(tmp_path / "one.yml"),
+            out=str(home / "local"),
+            strategies=tuple(STRATEGIES.split(",")),
+            scenarios=str(home / "one.yml"),
         ),
     )
-    compared = same_tables(tmp_path / "local", tmp_path / "cluster")
+    return home / "one.yml", home / "local"
+
+
+def submit(standalone, packaged: Path, scenarios: Path, out: Path, *conf: str) -> tuple[int, str]:
+    """The sample run by spark-submit on the cluster into ``out``, with ``conf`` (KEY=VALUE)
+    beside the cluster profile: its exit code and log."""
+    url, python, _ = standalone
+    options = [
+        *("--properties-file", str(packaged / "spark-cluster.properties")),
+        # The cluster profile's 4g executors would not fit these workers.
+        *("--conf", "spark.executor.memory=1g", "--conf", "spark.executor.memoryOverhead=512m"),
+        *("--conf", "spark.ui.enabled=false"),
+    ]
+    for setting in conf:
+        options += ["--conf", setting]
+    args = ["--snapshot", str(config.sample_snapshot()), "--scenarios", str(scenarios)]
+    return submit_job(
+        packaged,
+        *args,
+        *("--strategies", STRATEGIES, "--out", str(out)),
+        master=url,
+        options=options,
+        env=spark_env(
+            SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python)
+        ),
+        cwd=out.parent,
+        timeout=900,
+    )
+
+
+def leftovers(folder: Path) -> list[str]:
+    """What a run left in or beside its output that is not a table's data: staging folders,
+    task attempts, Spark's _temporary."""
+    names = ("_temporary", ".tmp-", "attempt", ".spark-staging")
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if any(n in p.name for n in names))
+
+
+def test_spark_submit_to_a_standalone_cluster_gives_the_tables_of_a_local_run(
+    standalone, packaged: Path, clean_run, tmp_path: Path
+) -> None:
+    """With speculation on, at thresholds that make a task speculatable as soon as it has run
+    10 ms (quantile and multiplier near 0; a stage of one task, for the sample, by the duration
+    threshold): Spark runs second attempts of tasks on the other host, the output committer keeps
+    one, and the tables still hold each row once."""
+    scenarios, local = clean_run
+    url = standalone[0]
+    code, log = submit(
+        standalone,
+        packaged,
+        scenarios,
+        tmp_path / "cluster",
+        "spark.speculation=true",
+        "spark.speculation.interval=50ms",
+        "spark.speculation.task.duration.threshold=10ms",
+        "spark.speculation.quantile=0.01",
+        "spark.speculation.multiplier=0.01",
+        "spark.speculation.minTaskRuntime=0ms",
+        "spark.speculation.efficiency.enabled=false",
+    )
+    assert code == 0, log[-5000:]
+    assert f"from {packaged / ZIP}/rmqsim/__init__.py" in log  # the driver's rmqsim: the zip
+    assert f"spark.master={url}" in log
+    # A second attempt ran beside the first and lost: Spark logs it as killed for that reason.
+    assert "another attempt succeeded" in log, log[-5000:]
+    compared = same_tables(local, tmp_path / "cluster")
     assert {"assignments", "movement", "comparison"} <= set(compared)
+    assert leftovers(tmp_path) == []
+
+
+def test_an_executor_killed_in_the_allocation_stage_costs_a_retry_not_the_run(
+    standalone, packaged: Path, clean_run, tmp_path: Path
+) -> None:
+    """kill -9 of the executor JVM whose Python workers run the stage's first task: Spark marks
+    the executor lost, the master starts another, and the task runs again from what Spark can
+    recompute. A local checkpoint of the routes (main before issue 43) died with its executor:
+    CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND on every retry, and the run failed."""
+    scenarios, local = clean_run
+    killed: list[str] = []
+    # Either worker's executor may run the first task: both work folders are under the fixture's.
+    killer = threading.Thread(
+        target=lambda: killed.append(kill_first_executor_running_python(standalone[2], timeout=600)),
+        daemon=True,
+    )
+    killer.start()
+    code, log = submit(standalone, packaged, scenarios, tmp_path / "cluster")
+    killer.join(timeout=60)
+    assert killed and killed[0], "no executor was killed"
+    assert code == 0, log[-8000:]
+    assert "Lost executor" in log or "ExecutorLostFailure" in log, log[-5000:]
+    same_tables(local, tmp_path / "cluster")
+    assert leftovers(tmp_path) == []

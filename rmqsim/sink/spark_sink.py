@@ -12,6 +12,7 @@ more than the allocation.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 
@@ -26,6 +27,7 @@ from rmqsim.sink.directory import RunDirectory
 from rmqsim.stage import tasks
 from rmqsim.stage.outputs import outputs_of
 
+log = logging.getLogger(__name__)
 PACKED = StructType([StructField("table", StringType(), False), StructField("batch", BinaryType(), False)])
 
 
@@ -75,29 +77,23 @@ class SparkSink:
 
     def run_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> None:
         """The stage over ``stage``'s routes, handed to the executors partitioned by group: one
-        Python pass, kept packed for the writes, and a Spark job per table."""
-        routes = self.hand_over(stage)
-        try:
-            handed = tasks.handed_to_tasks(
-                routes, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
-            )
-            packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
-            packed = session.keep(packed, StorageLevel.MEMORY_AND_DISK)
-            try:
-                for name in tables:
-                    self._write(name, _rows_of(packed, name))
-            finally:
-                packed.unpersist()
-        finally:
-            session.release(routes)
+        Python pass, kept packed for the writes, and a Spark job per table.
 
-    def hand_over(self, stage: tasks.StageInput) -> DataFrame:
-        """The routes on the executors, partitioned by group over the stage's tasks, computed now
-        and kept: the Spark UI tells this job from the stage's."""
+        Nothing is kept that Spark cannot compute again: the routes start from the driver's
+        Arrow table, and the packed rows are cached, not checkpointed. A lost executor's blocks
+        and shuffle files are recomputed from the driver's routes, and the run goes on."""
         routes = session.from_arrow(self.spark, stage.group_routes)  # its Arrow types are GROUP_ROUTES'
         staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
-        with session.job_description(self.spark, "rmqsim: hand the routes to Spark"):
-            return session.checkpoint(staged)
+        handed = tasks.handed_to_tasks(
+            staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
+        )
+        packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
+        packed = packed.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            for name in tables:
+                self._write(name, _rows_of(packed, name))
+        finally:
+            packed.unpersist()
 
     def _write(self, name: str, rows: DataFrame) -> None:
         with session.job_description(self.spark, f"rmqsim: {name}"):
@@ -124,6 +120,11 @@ class SparkSink:
         return rows.select(*columns).toArrow().cast(pa.schema([types.field(c) for c in columns]))
 
     def publish(self) -> str:
+        """The run moved into place once no task of it runs, without Spark's temporary folders."""
+        if not session.wait_for_stopped_tasks(self.spark):
+            log.warning("tasks of this run still run after 120 s: its tables may hold a _temporary folder")
+        for folder in self.directory.remove_temporaries():
+            log.info("removed %s, left by a stopped task attempt", folder)
         return self.directory.publish()
 
     def abandon(self) -> None:
