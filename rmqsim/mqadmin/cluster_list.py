@@ -4,7 +4,9 @@ The header's names contain spaces ("#Cluster Name") and so do some values ("0.00
 in 5.x), so a line is not split on white space: the first four columns are read where the header
 puts them. 4.9 prints ``%-16s  %-22s  %-4s  %-22s`` for them, 5.x ``%-22s  %-22s  %-4s  %-22s``
 and adds #Timer(Progress) and #ACTIVATED. A value wider than its column pushes the rest of the
-line right; such a line is read by its first four tokens instead (names have no spaces then).
+line right; such a line is read by its first four tokens instead (names have no spaces then). So
+is a copy whose spacing a page collapsed: a cluster name with a space then puts a name where the
+broker id belongs, and the line is refused rather than read shifted.
 """
 
 from __future__ import annotations
@@ -12,10 +14,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import Line, command_output, error
+from rmqsim.mqadmin.lines import Line, error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 HEADER = ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version")
 ADDRESS = re.compile(r"^\S+:\d+$")
+LAYOUT = Layout(
+    usage="clusterList",
+    header=re.compile(r"#Cluster Name\b"),
+    expected="the clusterList header (#Cluster Name  #Broker Name  #BID  #Addr  #Version ...)",
+    rows=re.compile(r".*?\S\s+\d+\s+\S+:\d+(?:\s|$)"),  # ... broker name, id, host:port
+    inside=re.compile(r"#Cluster Name\W+#Broker Name\b"),
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class ClusterList:
 
 
 def parse(text: str, *, source: str) -> ClusterList:
-    lines = command_output(text, source=source, usage="clusterList")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     header = lines[0]
     if "#InTotalYest" in header.text:
         raise error(source, header.number, "saved with `clusterList -m`: save plain `clusterList`")
@@ -44,6 +54,13 @@ def parse(text: str, *, source: str) -> ClusterList:
             source,
             header.number,
             "expected the clusterList header (#Cluster Name  #Broker Name  #BID  #Addr  #Version ...)",
+        )
+    if any(header.text[s - 1] not in " \t" for s in starts[1:]):
+        raise error(
+            source,
+            header.number,
+            "the clusterList header's columns run together: the page lost the spaces between them; "
+            "paste the output as mqadmin printed it",
         )
     form = "5.x" if "#ACTIVATED" in header.text or "#Timer(Progress)" in header.text else "4.x"
     instances = tuple(_instance(source, line, starts) for line in lines[1:])

@@ -14,13 +14,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import command_output, error
+from rmqsim.mqadmin.lines import error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 BELOW = "Below is subscription:"
 OLD_CONNECTION = re.compile(r"^\d{3,}\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
 OLD_SUBSCRIPTION = re.compile(r"^\d{3,}\s+Topic:\s+(\S+)\s+SubExpression:\s?(.*)$")
 NEW_CONNECTION = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
 SETTINGS = ("ConsumeType", "MessageModel", "ConsumeFromWhere")
+LAYOUT = Layout(
+    usage="consumerConnection -g GROUP",
+    # The header, or before 4.9.3 the first client.
+    header=re.compile(r"#ClientId\b|\d{3,}\s+\S+\s+\S+\s+\S+\s+\S+\s*$"),
+    expected="consumerConnection's clients (#ClientId  #ClientAddr  #Language  #Version, or before 4.9.3 "
+    "NNN  client id  address  language  version)",
+    # After a blank line: a client, the subscriptions, the settings.
+    rows=re.compile(
+        r"Below is subscription:|#Topic\b|(?:ConsumeType|MessageModel|ConsumeFromWhere):"
+        r"|\d{3,}\s+\S|\S+\s+\S+:\d+\s+[A-Z_]+\s+\S+\s*$"
+    ),
+    inside=re.compile(r"#ClientId\W+#ClientAddr\b|(?<=\S)\s+Below is subscription:"),
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class ConsumerConnection:
 
 
 def parse(text: str, *, source: str) -> ConsumerConnection:
-    lines = command_output(text, source=source, usage="consumerConnection -g GROUP")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     new = lines[0].text.startswith("#ClientId")
     connections: list[Connection] = []
     subscriptions: list[Subscription] = []
@@ -106,8 +120,7 @@ def parse(text: str, *, source: str) -> ConsumerConnection:
             subscriptions.append(Subscription(line.number, match.group(1), match.group(2).strip()))
         else:
             raise error(source, line.number, f"unexpected line after the consumer settings: {text!r}")
-    if section == "connections":
-        raise error(source, lines[-1].number, f"no {BELOW!r} section: is this consumerConnection's output?")
+    _complete(source, lines[-1].number, section, settings)
     return ConsumerConnection(
         tuple(connections),
         tuple(subscriptions),
@@ -116,3 +129,17 @@ def parse(text: str, *, source: str) -> ConsumerConnection:
         settings.get("ConsumeFromWhere"),
         "4.9.3 and later" if new else "before 4.9.3",
     )
+
+
+def _complete(source: str, last: int, section: str, settings: dict[str, str]) -> None:
+    """mqadmin prints the subscriptions and all three settings: a copy without them ends early,
+    maybe inside the subscriptions."""
+    if section == "connections":
+        raise error(source, last, f"no {BELOW!r} section: is this consumerConnection's output?")
+    missing = [key for key in SETTINGS if key not in settings]
+    if missing:
+        raise error(
+            source,
+            last,
+            f"the output ends here, without {', '.join(missing)}: was it cut short when it was copied?",
+        )

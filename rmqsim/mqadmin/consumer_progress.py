@@ -2,8 +2,9 @@
 
 The header names the columns: #Topic, #Broker Name, #QID, #Broker Offset, #Consumer Offset, then
 #Client IP where the command was given ``-s true``, #Diff, #Inflight from 5.1 on, and #LastTime
-(a date and a time, or N/A). Topics are cut at 64 characters and broker names at 32
-(``UtilAll.frontStringAtLeast``): the importer matches them back to the routes' full names.
+(a date and a time, or N/A). Topics are cut at 64 characters (32 in early 4.x, whose header says
+so) and broker names at 32 (``UtilAll.frontStringAtLeast``): the importer matches them back to the
+routes' full names.
 
 The holder is what mqadmin found by asking each client of consumerConnection for its queues; it
 prints only the part of the client id before the first '@' (the client's IP), or N/A where no
@@ -15,11 +16,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import Line, command_output, error
+from rmqsim.mqadmin.lines import Line, error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 NO_HOLDER = ("N/A", "NA", "")
-FOOTER = re.compile(r"^(Consume TPS|Diff Total|Consume Diff Total|Consume Inflight Total):\s*\S+$")
+TOTALS = r"(?:Consume TPS|Diff Total|Consume Diff Total|Consume Inflight Total):"
+FOOTER = re.compile(rf"^{TOTALS}\s*\S+$")
 INTEGER = re.compile(r"^-?\d+$")
+TOPIC_CUTS = (32, 64)  # %-32s before 4.x's #Client IP column, %-64s since
+BROKER_CUT = 32
+LAYOUT = Layout(
+    usage="consumerProgress -g GROUP -s true",
+    header=re.compile(r"#Topic\s+#Broker Name\b"),
+    expected="the consumerProgress header (#Topic  #Broker Name  #QID ...)",
+    rows=re.compile(rf"\S+\s+\S+\s+\d+\s+-?\d+(?:\s|$)|{TOTALS}"),  # a queue, or the totals
+    inside=re.compile(r"#Topic\W+#Broker Name\b"),
+    others=(
+        (re.compile(r"#Group\s+#Count\b"), "saved without -g: save `consumerProgress -g GROUP -s true`"),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -44,12 +59,10 @@ class ConsumerProgress:
 
 
 def parse(text: str, *, source: str) -> ConsumerProgress:
-    lines = command_output(text, source=source, usage="consumerProgress -g GROUP -s true")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     header = lines[0]
-    if not header.text.startswith("#Topic") or "#Broker Name" not in header.text or "#QID" not in header.text:
+    if "#QID" not in header.text:  # table.py took a line that starts "#Topic  #Broker Name"
         found = header.text.strip()
-        if found.startswith("#Group"):
-            raise error(source, header.number, "saved without -g: save `consumerProgress -g GROUP -s true`")
         raise error(
             source,
             header.number,
@@ -68,11 +81,14 @@ def parse(text: str, *, source: str) -> ConsumerProgress:
         if not table:
             raise error(source, line.number, f"unexpected line after the totals: {line.text.strip()!r}")
         queues.append(_queue(source, line, broker_at, qid_at, shows_holder, inflight))
+    # A retyped or collapsed header does not say which width cut the topics: 64 then, so that a
+    # name printed shorter is never matched to a longer one it cannot be the start of.
+    topic_cut = broker_at - 2 if broker_at - 2 in TOPIC_CUTS else max(TOPIC_CUTS)
     return ConsumerProgress(
         tuple(queues),
         shows_holder,
-        topic_cut=broker_at - 2,
-        broker_cut=qid_at - broker_at - 2,
+        topic_cut=topic_cut,
+        broker_cut=BROKER_CUT,
         format="5.1 and later" if inflight else "before 5.1",
     )
 

@@ -11,6 +11,9 @@ The directory holds what a user saves with shell redirection::
                                      mqadmin producerConnection -g <producer_group> -t <topic> (optional)
     topicStatus/<topic>.txt          mqadmin topicStatus -t <topic>     (optional)
 
+or what they copy from a page, the table with what the page kept around it: each parser takes its
+table out of that the same way (table.py).
+
 What becomes what:
 
 - brokers: every instance clusterList lists, alive. A broker name that a route names but

@@ -24,9 +24,16 @@ import re
 from dataclasses import dataclass
 
 from rmqsim.mqadmin.consumer_connection import Connection
-from rmqsim.mqadmin.lines import FAILURE, Line, command_output, content_lines, error
+from rmqsim.mqadmin.lines import FAILURE, Line, content_lines, error
+from rmqsim.mqadmin.table import Layout, begins, table_lines, unprefixed
 
 CONNECTION = re.compile(r"^(?P<index>\d{4,})\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$")
+LAYOUT = Layout(  # no header: the table starts at its first producer line
+    usage="producerConnection -g GROUP -t TOPIC",
+    header=re.compile(r"\d{4,}\s+\S"),
+    expected="a producer line (number, client id, client address, language, version)",
+    rows=re.compile(r"\d{4,}\s+\S"),
+)
 CAUSED_BY = "Caused by: "
 NO_CONNECTION = re.compile(r"Not found the producer group connection|the producer group\[[^\]]*\] not exist")
 FORMAT = "3.x to 5.x"  # one layout
@@ -44,10 +51,19 @@ class ProducerConnection:
 
 
 def parse(text: str, *, source: str) -> ProducerConnection:
-    message = _no_connection(content_lines(text))
+    lines = content_lines(text)
+    message = _no_connection(lines)
     if message is not None:
+        listed = next((line for line in lines if begins(line.text, LAYOUT.header)), None)
+        if listed is not None:  # a page that shows a failed run and a later one
+            raise error(
+                source,
+                listed.number,
+                f"a producer line, and mqadmin's {message!r} too: which output is meant cannot be told; "
+                "save one output per file",
+            )
         return ProducerConnection((), message, FORMAT)
-    lines = command_output(text, source=source, usage="producerConnection -g GROUP -t TOPIC")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     connections = tuple(_connection(source, line, n) for n, line in enumerate(lines, start=1))
     return ProducerConnection(connections, None, FORMAT)
 
@@ -55,7 +71,7 @@ def parse(text: str, *, source: str) -> ProducerConnection:
 def _no_connection(lines: list[Line]) -> str | None:
     """The message of the exception mqadmin prints for a group without connections, if it did."""
     for line in lines:
-        text = line.text.strip()
+        text = unprefixed(line.text).strip()
         text = text[len(CAUSED_BY) :] if text.startswith(CAUSED_BY) else text
         failure = FAILURE.match(text)
         found = NO_CONNECTION.search(failure.group("message") or "") if failure else None

@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rmqsim.mqadmin.lines import Line, command_output, error
+from rmqsim.mqadmin.lines import Line, error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 NO_CONSUMER = "NO_CONSUMER"
 GROUP_COLUMN = "#Consumer Group"
@@ -37,6 +38,14 @@ NUMBERS = {  # the numeric columns and what each holds
     "InMsg24Hour": INTEGER,
     "OutMsg24Hour": INTEGER,
 }
+LAYOUT = Layout(
+    usage="statsAll [-a] [-t TOPIC]",
+    header=re.compile(r"#Topic\s+#Consumer Group\b"),
+    expected="the statsAll header (#Topic  #Consumer Group  [#Accumulation]  #InTPS  #OutTPS  #InMsg24Hour  "
+    "#OutMsg24Hour)",
+    rows=re.compile(r"[^\s:]+(?:\s+[^\s:]+){0,2}\s+-?\d+[.,]\d+(?:\s|$)"),  # names, [accumulation], InTPS
+    inside=re.compile(r"#Topic\W+#Consumer Group\b"),
+)
 LAYOUTS = {  # (name width, #Accumulation printed): the versions that print so
     (32, False): "before 4.0",
     (32, True): "4.0 to 4.9.2",
@@ -71,7 +80,7 @@ class StatsAll:
 
 
 def parse(text: str, *, source: str) -> StatsAll:
-    lines = command_output(text, source=source, usage="statsAll [-a] [-t TOPIC]")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     width, accumulation = _layout(source, lines[0])
     rows = tuple(_row(source, line, width, accumulation) for line in lines[1:])
     return StatsAll(rows, width, accumulation, LAYOUTS[width, accumulation])
@@ -98,7 +107,8 @@ def _layout(source: str, header: Line) -> tuple[int, bool]:
             f"{GROUP_COLUMN} starts at character {width + 3}"
             + ("" if accumulation else ", without #Accumulation")
             + ": no mqadmin prints that (it starts at 35, names cut at 32, before 4.9.3; at 67, names "
-            "cut at 64, from 4.9.3 on, with #Accumulation from 4.0 on); was the header retyped?",
+            "cut at 64, from 4.9.3 on, with #Accumulation from 4.0 on); was the header retyped, or its "
+            "spacing collapsed by a page? Without it, which names were cut cannot be told",
         )
     return width, accumulation
 

@@ -8,12 +8,23 @@ needed here. The route does not name its topic: the file name does (topicRoute/<
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rmqsim.mqadmin import fastjson
-from rmqsim.mqadmin.lines import command_output, error
+from rmqsim.mqadmin.lines import error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 KINDS = {int: "a whole number", str: "a string", dict: "an object"}
+ROUTE_KEYS = {"brokerDatas", "queueDatas", "filterServerTable"}  # fastjson leaves out null ones, not all
+LAYOUT = Layout(
+    usage="topicRoute -t TOPIC",
+    header=re.compile(r"\{\s*(?:$|\")"),  # "{" alone, as fastjson pretty-prints, or a key after it
+    expected="the route's JSON (a line that starts with '{')",
+    rows=re.compile(r"\s*(?:[\[\]{}\"]|\d+\s*:)"),  # JSON past a blank line a page put in
+    inside=re.compile(r"\{\s*\"(?:brokerDatas|queueDatas)\""),
+    others=((re.compile(r"#ClusterName\b"), "saved with `topicRoute -l`: save it without -l (the JSON)"),),
+)
 
 
 @dataclass(frozen=True)
@@ -41,18 +52,15 @@ class TopicRoute:
 
 
 def parse(text: str, *, source: str) -> TopicRoute:
-    lines = command_output(text, source=source, usage="topicRoute -t TOPIC")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     first = lines[0]
-    if first.text.lstrip().startswith("#ClusterName"):
-        raise error(source, first.number, "saved with `topicRoute -l`: save it without -l (the JSON)")
-    if not first.text.lstrip().startswith("{"):
-        raise error(
-            source, first.number, f"expected the route's JSON to start here, found {first.text.strip()!r}"
-        )
-    body = "\n".join(text.splitlines()[first.number - 1 :])
+    # The JSON's lines without their prefix, each on its line of the file, so errors name it.
+    texts = {line.number: line.text for line in lines}
+    body = "\n".join(texts.get(n, "") for n in range(first.number, lines[-1].number + 1))
     route = fastjson.loads(body, source=source, first_line=first.number)
-    if not isinstance(route, fastjson.JsonObject):
-        raise error(source, first.number, "expected a JSON object (TopicRouteData)")
+    if not isinstance(route, fastjson.JsonObject) or not ROUTE_KEYS & route.keys():
+        keys = ", ".join(sorted(ROUTE_KEYS))
+        raise error(source, first.number, f"expected the route's JSON (TopicRouteData: {keys})")
     brokers = tuple(_broker(source, b, i) for i, b in enumerate(_list(source, route, "brokerDatas")))
     queue_datas = _list(source, route, "queueDatas")
     queues = tuple(_queue(source, q, i) for i, q in enumerate(queue_datas))

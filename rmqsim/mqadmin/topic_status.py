@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from rmqsim.mqadmin.lines import Line, command_output, error
+from rmqsim.mqadmin.lines import Line, error
+from rmqsim.mqadmin.table import Layout, table_lines
 
 HEADER = ["#Broker", "Name", "#QID", "#Min", "Offset", "#Max", "Offset", "#Last", "Updated"]
 QID_COLUMN = "#QID"
@@ -29,6 +30,13 @@ TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}$")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S,%f"
 PUT_TPS = re.compile(r"^Topic Put TPS:\s*(?P<value>\S+)$")
 DOUBLE = re.compile(r"^(?:-?\d+\.\d+(?:E-?\d+)?|NaN|-?Infinity)$")  # Double.toString
+LAYOUT = Layout(
+    usage="topicStatus -t TOPIC",
+    header=re.compile(r"#Broker Name\s+#QID\b"),
+    expected="the topicStatus header (#Broker Name  #QID  #Min Offset  #Max Offset  #Last Updated)",
+    rows=re.compile(r"\S+\s+\d+\s+\d+\s+\d+(?:\s|$)|Topic Put TPS:"),
+    inside=re.compile(r"#Broker Name\W+#QID\b"),
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class TopicStatus:
 
 
 def parse(text: str, *, source: str) -> TopicStatus:
-    lines = command_output(text, source=source, usage="topicStatus -t TOPIC")
+    lines = table_lines(text, source=source, layout=LAYOUT)
     header = lines[0]
     if header.text.split() != HEADER:
         raise error(
