@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from rmqsim import schemas
 from rmqsim.snapshot.text import row_json
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
-from rmqsim.stage.capacity import EXACT
+from rmqsim.stage.capacity import EXACT, from_limbs, limbs, millionths
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -102,13 +102,26 @@ BEHIND_COLUMNS = (*RUN, "group", "clients_over_capacity")
 # (EXACT): the same rows give the same figure to the last bit, however the tasks were split.
 
 
-def _exact(values) -> pa.ChunkedArray | pa.Array:
-    """A double column in millionths, as int64 (null stays null): sums of it do not depend on order."""
-    return pc.cast(pc.round(pc.multiply(values, float(EXACT))), pa.int64())
+def _exact(values: pa.ChunkedArray) -> list[pa.Array | pa.ChunkedArray]:
+    """A double column (finite, not negative) in millionths as int64 columns whose sums cannot
+    overflow (null stays null): one where the largest value times the rows stays below 2^62 (no
+    sum of them reaches 2^63), else stage.capacity's three 32-bit limbs."""
+    whole = pc.round(pc.multiply(values, float(EXACT)))
+    if (pc.max(whole).as_py() or 0.0) * len(values) < 2.0**62:  # every real fleet's
+        return [pc.cast(whole, pa.int64())]
+    null = pc.is_null(values).to_numpy(zero_copy_only=False)
+    parts = limbs(millionths(pc.fill_null(values, 0.0).to_numpy(zero_copy_only=False)))
+    return [pa.array(part, mask=null) for part in parts]
 
 
-def _from_exact(values) -> pa.Array:
-    return pc.divide(pc.cast(values, pa.float64()), float(EXACT))
+def _from_exact(table: pa.Table, name: str, parts: int) -> pa.Array:
+    """The sums of _exact's ``parts`` columns ``{name}{i}``, aggregated as ``{name}{i}_sum``, in
+    msgs/s (null where the rows were)."""
+    sums = [table[f"{name}{i}_sum"] for i in range(parts)]
+    summed = [np.zeros(table.num_rows, np.int64)] * (3 - parts)
+    summed += [pc.fill_null(s, 0).to_numpy(zero_copy_only=False) for s in sums]
+    null = pc.is_null(sums[0]).to_numpy(zero_copy_only=False)
+    return pa.array(from_limbs(np.stack(summed)), mask=null, type=pa.float64())
 
 
 def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -138,27 +151,30 @@ def summary(
     Without it, they are counted from consumer_load."""
     idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
     silent = pc.and_(pc.greater(consumer_load["queues"], 0), pc.equal(consumer_load["msgs_per_s"], 0))
+    msgs, growth = _exact(consumer_load["msgs_per_s"]), _exact(consumer_load["lag_growth_msgs_per_s"])
+    exact = {
+        **{f"_msgs{i}": part for i, part in enumerate(msgs)},
+        **{f"_growth{i}": part for i, part in enumerate(growth)},
+    }
     load = (
         consumer_load.append_column("_idle", idle)
         .append_column("_silent", pc.cast(silent, pa.int64()))
-        .append_column("_msgs", _exact(consumer_load["msgs_per_s"]))
         .append_column("_over", pc.cast(consumer_load["over_capacity"], pa.int64()))
-        .append_column("_growth", _exact(consumer_load["lag_growth_msgs_per_s"]))
-        .group_by(RUN)
-        .aggregate(
-            [
-                ("queues", "count"),
-                ("queues", "max"),
-                ("queues", "mean"),
-                ("_idle", "sum"),
-                ("msgs_per_s", "max"),
-                ("_silent", "sum"),
-                ("_msgs", "sum"),
-                ("_msgs", "count"),
-                ("_over", "sum"),
-                ("_growth", "sum"),
-            ]
-        )
+    )
+    for name, part in exact.items():
+        load = load.append_column(name, part)
+    load = load.group_by(RUN).aggregate(
+        [
+            ("queues", "count"),
+            ("queues", "max"),
+            ("queues", "mean"),
+            ("_idle", "sum"),
+            ("msgs_per_s", "max"),
+            ("_silent", "sum"),
+            *[(name, "sum") for name in exact],
+            ("_msgs0", "count"),
+            ("_over", "sum"),
+        ]
     )
     if falling_behind is None:
         behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
@@ -168,7 +184,7 @@ def summary(
         behind = behind.filter(pc.greater(behind["clients_over_capacity"], 0)).select([*RUN, "group"])
     behind = behind.group_by(RUN).aggregate([("group", "count")])
     load = load.join(behind.rename_columns([*RUN, "_behind"]), RUN, join_type="left outer")
-    msgs_mean = pc.divide(_from_exact(load["_msgs_sum"]), pc.cast(load["_msgs_count"], pa.float64()))
+    msgs_mean = pc.divide(_from_exact(load, "_msgs", len(msgs)), pc.cast(load["_msgs0_count"], pa.float64()))
     load = pa.table(
         {
             **{c: load[c] for c in RUN},
@@ -183,7 +199,7 @@ def summary(
             "fleet_msgs_max_over_mean": _max_over_mean(load["msgs_per_s_max"], msgs_mean),
             # null without capacities, as the figures are
             "clients_over_capacity": load["_over_sum"],
-            "lag_growth_msgs_per_s": _from_exact(load["_growth_sum"]),
+            "lag_growth_msgs_per_s": _from_exact(load, "_growth", len(growth)),
             "groups_behind": _where(pc.is_valid(load["_over_sum"]), pc.fill_null(load["_behind"], 0)),
         }
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from rmqsim.errors import InputError
-from rmqsim.schemas import LANGUAGES, MESSAGE_MODELS, REBALANCES, REQUEST_MODES
+from rmqsim.schemas import LANGUAGES, MAX_FACTOR, MAX_RATE, MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 
 ALL = "all"
 
@@ -211,6 +211,7 @@ def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
             raise InputError(where, "steps", "expected a list of at least one step")
         parsed = tuple(_step(s, f"{where}, step {k + 1}") for k, s in enumerate(steps))
         _check_order(parsed, where)
+        _check_growth(parsed, where)
         out.append(Scenario(name, parsed))
     return tuple(out)
 
@@ -221,6 +222,27 @@ def _check_order(steps: tuple[Step, ...], where: str) -> None:
             kinds = ", ".join(KIND_OF[c] for c in CHANGES)
             raise InputError(
                 f"{where}, step {k + 1}", "stale_view", f"must come right after a change step ({kinds})"
+            )
+
+
+def _check_growth(steps: tuple[Step, ...], where: str) -> None:
+    """Factors multiply: over any run of a scenario's steps, those of its set_traffic steps must
+    not multiply a rate past MAX_FACTOR, so no phase's rate passes MAX_RATE x MAX_FACTOR. Every
+    topic is counted as named by every step; a msgs_per_s step for all topics starts afresh."""
+    growth = 1.0  # the most a run of steps ending here multiplies a rate by
+    for k, step in enumerate(steps):
+        if not isinstance(step, SetTraffic):
+            continue
+        if step.factor is None:
+            growth = 1.0 if step.topics == ALL else growth
+            continue
+        growth = max(growth, 1.0) * step.factor
+        if growth > MAX_FACTOR:
+            raise InputError(
+                f"{where}, step {k + 1}",
+                "set_traffic.factor",
+                f"with the factors of the steps before it, rates would grow {growth:g} times, "
+                f"more than {MAX_FACTOR:g}",
             )
 
 
@@ -335,10 +357,17 @@ def _check_step(step: Step, where: str, kind: str) -> None:
     check = _STEP_CHECKS.get(type(step))
     if check is not None:
         check(step, bad)
-    if isinstance(step, SetTraffic) and (step.msgs_per_s is None) == (step.factor is None):
-        raise bad("msgs_per_s", "give either msgs_per_s or factor")
     if isinstance(step, ConsumersJoin) and step.language is not None:
         _check_one_of(bad, "language", step.language, LANGUAGES)
+
+
+def _check_set_traffic(step: SetTraffic, bad: Callable[[str, str], InputError]) -> None:
+    if (step.msgs_per_s is None) == (step.factor is None):
+        raise bad("msgs_per_s", "give either msgs_per_s or factor")
+    for key, most in (("msgs_per_s", MAX_RATE), ("factor", MAX_FACTOR)):  # section 1's bounds
+        value = getattr(step, key)
+        if value is not None and value > most:
+            raise bad(key, f"must be at most {most:g}, got {value!r}")
 
 
 def _check_designate(step: Designate, bad: Callable[[str, str], InputError]) -> None:
@@ -398,5 +427,6 @@ def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]
 _STEP_CHECKS: dict[type, Callable] = {
     SetStrategy: _check_set_strategy,
     SetRebalance: _check_set_rebalance,
+    SetTraffic: _check_set_traffic,
     Designate: _check_designate,
 }

@@ -9,7 +9,7 @@ and that text also decides which of several repeated rows is kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -22,7 +22,9 @@ from rmqsim.producers.versions import classify_versions
 from rmqsim.scenarios.parse import is_ip
 from rmqsim.schemas import (
     LANGUAGES,
+    MAX_RATE,
     MESSAGE_MODELS,
+    MIN_CAPACITY,
     PERM_READ,
     PRODUCERS,
     REBALANCES,
@@ -225,7 +227,7 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
                 _concat("topic '", consumers["topic"], "' has no route (no topic_queues row)"),
             ),
             (pc.is_valid(problem), _concat("group '", consumers["group"], "' is not simulated: ", problem)),
-            *_rate_rules(consumers, "capacity_msgs_per_s"),
+            *_rate_rules(consumers, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY),
             *(_disagreeing(rows, c, shared) for c in ("capacity_msgs_per_s", "designated_aware")),
         ],
     )
@@ -312,7 +314,7 @@ def _check_offsets(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
             *_queue_id_rules(offsets),
             (pc.is_null(offsets["broker_offset"]), "broker_offset is null"),
             (pc.is_null(offsets["consumer_offset"]), "consumer_offset is null"),
-            *_rate_rules(offsets, "in_tps"),
+            *_rate_rules(offsets, "in_tps", most=MAX_RATE),
             (
                 pc.fill_null(pc.greater_equal(queue_id, _queue_counts(offsets, topic_queues)), True),
                 _concat(
@@ -343,7 +345,7 @@ def _check_producers(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
         rules=[
             *_blank_rules(producers, "topic"),
             (pc.is_null(producers["msgs_per_s"]), "msgs_per_s is null"),
-            *_rate_rules(producers, "msgs_per_s"),
+            *_rate_rules(producers, "msgs_per_s", most=MAX_RATE),
             (
                 pc.invert(pc.is_in(selector, value_set=pa.array(SELECTORS))),
                 _concat("unknown selector '", producers["selector"], "': expected ROUND_ROBIN or HASH"),
@@ -384,7 +386,7 @@ def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
         rules=[
             *_blank_rules(keys, "topic"),
             (pc.is_null(keys["key"]), "key is null"),
-            *_rate_rules(keys, "share"),
+            *_rate_rules(keys, "share", most=MAX_RATE),
             (
                 pc.invert(pc.fill_null(known, False)),
                 "no HASH producer of this topic (and producer_group) sends with this key",
@@ -393,8 +395,37 @@ def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
                 ["topic", "producer_group", "key"],
                 "duplicate row for this key: the first good one (in JSON order) is used",
             ),
+            _AmongKept(lambda kept: (_silent_keys(keys, hashing, kept), SILENT_KEYS)),
         ],
     )
+
+
+SILENT_KEYS = (
+    "share 0, as every key of a HASH producer it is for: nothing says how that producer's messages "
+    "divide, so it sends as one without keys, evenly over its publish list"
+)
+
+
+def _silent_keys(keys: pa.Table, hashing: pa.Table, kept: np.ndarray) -> pa.Array:
+    """The ``kept`` key rows of share 0 for a HASH producer all of whose kept keys have share 0 (a
+    key with a null producer_group is for every HASH producer of its topic). Such a producer has
+    no shares to normalise (section 2c): its keys go, and it sends as one without keys."""
+    share = pc.fill_null(keys["share"], 1.0).to_numpy(zero_copy_only=False)  # null: an equal share
+    named = pc.is_valid(keys["producer_group"]).to_numpy(zero_copy_only=False)
+    pair = combined(pc.binary_join_element_wise(keys["topic"], keys["producer_group"], "\x00"))
+    topic = combined(keys["topic"])
+    producer_pair = combined(pc.binary_join_element_wise(hashing["topic"], hashing["producer_group"], "\x00"))
+    producer_topic = combined(hashing["topic"])
+
+    def keyed(rows: np.ndarray) -> pa.Array:
+        """Per HASH producer, whether any of ``rows`` is a key of it."""
+        by_group = _known(producer_pair, pair.filter(pa.array(rows & named)))
+        return pc.or_(by_group, _known(producer_topic, topic.filter(pa.array(rows & ~named))))
+
+    silent = pc.and_(keyed(kept), pc.invert(keyed(kept & (share > 0))))
+    of_group = _known(pair, producer_pair.filter(silent)).to_numpy(zero_copy_only=False)
+    of_topic = _known(topic, producer_topic.filter(silent)).to_numpy(zero_copy_only=False)
+    return pa.array(kept & (share == 0) & np.where(named, of_group, of_topic))
 
 
 def _check_order_topics(rows: _Rows) -> _Split:
@@ -435,7 +466,7 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
         _unknown_value("request_mode", groups["request_mode"], REQUEST_MODES),
         *(
             pc.if_else(bad, _per_row(reason, groups.num_rows), _NULL)
-            for bad, reason in _rate_rules(groups, "capacity_msgs_per_s")
+            for bad, reason in _rate_rules(groups, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY)
         ),
         _not_ips(groups["designated_ips"]),
     ]
@@ -448,16 +479,24 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
 
 
 def _not_ips(lists) -> pa.Array:
-    """Why a designated_ips list holds something that is not an IP address (the first such
-    entry), or null."""
+    """Why a designated_ips list holds a null or something that is not an IP address (its first
+    such entry; a null one by its place, from 1, having no text to show), or null."""
     lists = combined(lists)
     flat = pc.list_flatten(lists)
     row = pc.list_parent_indices(lists).to_numpy()
+    encoded = pc.dictionary_encode(flat)  # each distinct text parsed once; a null takes the False added
+    parsed = np.array([is_ip(t) for t in encoded.dictionary.to_pylist()] + [False], dtype=bool)
+    bad = np.flatnonzero(~parsed[pc.fill_null(encoded.indices, len(parsed) - 1).to_numpy()])
+    rows, first = np.unique(row[bad], return_index=True)  # entries run in row order: each row's first
+    at = bad[first]
+    place = at - np.searchsorted(row, rows) + 1
     reason = np.full(len(lists), None, dtype=object)
-    texts = flat.to_pylist()
-    for i in range(len(texts) - 1, -1, -1):  # the first bad entry of a row wins
-        if texts[i] is None or not is_ip(texts[i]):
-            reason[row[i]] = f"designated_ips entry {texts[i]!r} is not an IP address"
+    reason[rows] = [
+        f"designated_ips entry {n} is null"
+        if text is None
+        else f"designated_ips entry {text!r} is not an IP address"
+        for n, text in zip(place.tolist(), flat.take(pa.array(at, pa.int64())).to_pylist(), strict=True)
+    ]
     return pa.array(reason, pa.string())
 
 
@@ -525,12 +564,20 @@ class _Repeat:
 
 
 @dataclass(frozen=True)
+class _AmongKept:
+    """A rule about the rows no rule before it breaks (``kept``): ``rule(kept)`` gives whether
+    each row breaks it (an array) and the reason."""
+
+    rule: Callable[[np.ndarray], tuple[pa.Array, Reason]]
+
+
+@dataclass(frozen=True)
 class _Split:
     kept: pa.Table
     rejected: pa.Table  # schemas.REJECTS
 
 
-def _split(rows: _Rows, *, rules: Sequence[tuple[pa.Array, Reason] | _Repeat]) -> _Split:
+def _split(rows: _Rows, *, rules: Sequence[tuple[pa.Array, Reason] | _Repeat | _AmongKept]) -> _Split:
     table, source = rows.table, rows.source
     at, reason = _reasons(table, rules, shown=rows.shown)
     bad = np.zeros(table.num_rows, bool)
@@ -544,7 +591,7 @@ def _split(rows: _Rows, *, rules: Sequence[tuple[pa.Array, Reason] | _Repeat]) -
 
 
 def _reasons(
-    table: pa.Table, rules: Sequence[tuple[pa.Array, Reason] | _Repeat], *, shown: list[str]
+    table: pa.Table, rules: Sequence[tuple[pa.Array, Reason] | _Repeat | _AmongKept], *, shown: list[str]
 ) -> tuple[np.ndarray, pa.Array]:
     """The rows that break a rule (ascending) and the reason of the first each breaks. A rule
     whose condition is null is not broken, and one whose reason is null gives way to the next.
@@ -556,7 +603,8 @@ def _reasons(
         if isinstance(rule, _Repeat):
             bad, text = _later(table, rule.key, broken, rule.prefer, shown=shown), rule.reason
         else:
-            bad, text = combined(pc.fill_null(rule[0], False)).to_numpy(zero_copy_only=False), rule[1]
+            condition, text = rule.rule(~broken) if isinstance(rule, _AmongKept) else rule
+            bad = combined(pc.fill_null(condition, False)).to_numpy(zero_copy_only=False)
         at = np.flatnonzero(bad & unset)
         if len(at):
             values = _reason_at(text, at)
@@ -633,16 +681,26 @@ def _count_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
     ]
 
 
-def _rate_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
+def _rate_rules(
+    table: pa.Table, column: str, *, most: float | None = None, least: float | None = None
+) -> list[tuple[pa.Array, Reason]]:
     """A rate or a latency: a number, not negative (null passes: the column's own rule says
-    whether it may be)."""
+    whether it may be); with ``most``, at most that; with ``least``, 0 or at least that (section
+    1's bounds, which keep the sums of rates exact and every figure finite)."""
     value = table[column]
     infinite, negative = pc.is_inf(value), pc.less(value, 0)
-    return [
+    rules = [
         (pc.is_nan(value), f"{column} is not a number"),
         (infinite, _concat(f"{column} ", _text(value), " is not finite")),
         (negative, _concat(f"{column} ", _text(value), " is negative")),
     ]
+    if most is not None:
+        above = _concat(f"{column} ", _text(value), f" is more than {most:g}")
+        rules.append((pc.greater(value, most), above))
+    if least is not None:
+        tiny = pc.and_(pc.greater(value, 0), pc.less(value, least))
+        rules.append((tiny, _concat(f"{column} ", _text(value), f" is above 0 but below {least:g}")))
+    return rules
 
 
 def _known(values, keys) -> pa.Array:

@@ -3,19 +3,22 @@
 A snapshot on this machine is read by pyarrow: the files Spark would read, no Spark job. Elsewhere
 (hdfs://, s3a://, or a Spark Connect server's paths) Spark reads each table and hands it over
 as Arrow. Either way every table is conformed to the contract here: a missing required table or
-column, or a column whose type cannot hold what the contract says, is an InputError naming the
-table and the column.
+column, a column whose type cannot hold what the contract says, two spellings of a column, a
+folder without a data file, or a file that is not Parquet or whose footer is damaged, is an
+InputError naming the table and the column or file.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
@@ -88,7 +91,7 @@ def check_layout(snapshot: str) -> None:
             where = " or ".join(_candidates(snapshot, spec.name))
             raise InputError(spec.name, None, f"required table is missing: expected {where}")
         if table is not None:
-            _check_files(spec.name, _local(table))
+            _check_files(spec, _local(table))
 
 
 PARQUET_MAGIC = (b"PAR1", b"PARE")  # plain and encrypted footers
@@ -110,25 +113,48 @@ def data_files(path: str) -> list[str]:
     return files
 
 
-def _check_files(table: str, path: str) -> None:
-    """Every file Spark would read as ``table`` is Parquet: a stray file (a note, a CSV export)
-    otherwise fails the run only when the first job reaches it, as a Java stack trace. Reads
-    eight bytes a file: the magic at both ends."""
+def _check_files(spec: TableSpec, path: str) -> None:
+    """Every file Spark would read as the table is Parquet, whole, and there is one: a stray file (a
+    note, a CSV export) or a truncated one otherwise fails the run only when the first job reaches
+    it, as a Java stack trace. Reads eight bytes a file: the magic at both ends."""
+    empty = True
     for file in data_files(path):
         size = os.path.getsize(file)
         if size == 0:
             continue  # Spark reads an empty file as no rows
+        empty = False
         with open(file, "rb") as f:
             head = f.read(4)
             f.seek(max(size - 4, 0))
             tail = f.read(4)
-        if size < 12 or head not in PARQUET_MAGIC or tail not in PARQUET_MAGIC:
-            name = os.path.relpath(file, os.path.dirname(path))
-            raise InputError(
-                table,
-                None,
-                f"{name} is not a Parquet file: remove it, or start its name with _ or . (Spark skips those)",
-            )
+        if size >= 12 and head in PARQUET_MAGIC and tail in PARQUET_MAGIC:
+            continue
+        name = os.path.relpath(file, os.path.dirname(path))
+        if head in PARQUET_MAGIC:
+            # Parquet's footer is written last: a copy cut short has the head and not the footer.
+            raise InputError(spec.name, None, _damaged_footer(name))
+        raise InputError(
+            spec.name,
+            None,
+            f"{name} is not a Parquet file: remove it, or start its name with _ or . (Spark skips those)",
+        )
+    if empty:
+        raise InputError(spec.name, None, _no_data_files(spec, path))
+
+
+def _damaged_footer(name: str) -> str:
+    """Not "remove it", as for a stray file: this one holds the table's rows."""
+    return (
+        f"cannot read {name}: a Parquet file whose footer is damaged or missing (truncated?): "
+        "restore it or re-export the table"
+    )
+
+
+def _no_data_files(spec: TableSpec, path: str) -> str:
+    """A folder without a part file is no table, not an empty one: Spark writes a table of no rows
+    as a part file holding the schema, and cannot read a folder without one."""
+    remedy = "re-export the table" + ("" if spec.required else ", or remove the folder to run without it")
+    return f"{path} holds no data file (only empty files or names Spark skips, such as _SUCCESS): {remedy}"
 
 
 def _local_table(snapshot: str, table: str) -> str | None:
@@ -153,20 +179,61 @@ def _load_table(
             return None, set()  # check_layout already stopped a missing required table
         try:
             table = _read_files(path)
-        except (OSError, pa.ArrowException) as e:  # a file with a broken footer
+        except (OSError, pa.ArrowException) as e:  # a footer with the magic but broken inside
+            damaged = _unreadable_footer(_local(path))
+            if damaged is not None:
+                raise InputError(spec.name, None, _damaged_footer(damaged)) from None
             raise InputError(spec.name, None, f"cannot read {path} as Parquet: {_first_line(e)}") from None
         return _conformed(table, spec)
     for candidate in _candidates(snapshot, spec.name):
-        try:
-            df = spark.read.parquet(candidate)
-            _ = df.schema  # through Spark Connect reading is lazy: a missing path fails here
-        except AnalysisException:
-            continue  # not there under this spelling: try the next
-        return _conformed(df.toArrow(), spec)
+        table = _spark_table(spark, candidate, spec)
+        if table is not None:
+            return _conformed(table, spec)
     if spec.required:
         where = " or ".join(_candidates(snapshot, spec.name))
         raise InputError(spec.name, None, f"required table is missing: expected {where}")
     return None, set()
+
+
+def _spark_table(spark: SparkSession, path: str, spec: TableSpec) -> pa.Table | None:
+    """The table at ``path`` as Spark reads it, or None where nothing is there."""
+    try:
+        df = spark.read.parquet(path)
+        _ = df.schema  # through Spark Connect reading is lazy: a missing path fails here
+        return df.toArrow()  # a part file's footer is read only now where the schema came from another
+    except AnalysisException as e:
+        condition = e.getCondition()
+        if condition == "PATH_NOT_FOUND":
+            return None  # not there under this spelling: the caller tries the next
+        if condition == "UNABLE_TO_INFER_SCHEMA":  # there, but without a data file
+            raise InputError(spec.name, None, _no_data_files(spec, path)) from None
+        if condition == "COLUMN_ALREADY_EXISTS":  # Spark matches names ignoring case as well
+            name = re.search(r"column `([^`]*)`", str(e))
+            problem = "columns of this name differ only in case (names are matched ignoring case): keep one"
+            raise InputError(spec.name, name[1] if name else None, problem) from None
+        raise
+    except Exception as e:  # py4j's or Spark Connect's
+        _raise_footer(spec, e)
+        raise
+
+
+# Spark's words for a file it cannot read the footer of: when inferring the schema, and in a
+# task's failure (parquet-mr's own message, in the Java causes py4j's text includes).
+SPARK_FOOTER = re.compile(
+    r"CANNOT_READ_FILE_FOOTER\] Encountered error while reading file (\S+?)\.? |(\S+) is not a Parquet file"
+)
+
+
+def _raise_footer(spec: TableSpec, error: Exception) -> None:
+    """An InputError where Spark could not read a file's footer. Spark does not tell a truncated
+    Parquet file from a stray one: it names the file either way."""
+    found = SPARK_FOOTER.search(str(error))
+    if found is not None:
+        problem = (
+            f"cannot read {found[1] or found[2]}: a stray file, or a Parquet file whose footer is damaged or"
+            " missing (truncated?): remove a stray file; restore a damaged one or re-export the table"
+        )
+        raise InputError(spec.name, None, problem) from None
 
 
 def _read_files(path: str) -> pa.Table:
@@ -182,6 +249,19 @@ def _read_files(path: str) -> pa.Table:
     )
     dataset = ds.dataset(files, format="parquet", partitioning=partitioning, partition_base_dir=base)
     return dataset.to_table()
+
+
+def _unreadable_footer(path: str) -> str | None:
+    """The first data file at ``path`` whose footer pyarrow cannot read, named as _check_files
+    names files; looked for only once reading the table has failed."""
+    for file in data_files(path):
+        if os.path.getsize(file) == 0:
+            continue
+        try:
+            pq.read_metadata(file)
+        except (OSError, pa.ArrowException):
+            return os.path.relpath(file, os.path.dirname(path))
+    return None
 
 
 def _first_line(error: Exception) -> str:
@@ -200,6 +280,7 @@ def _conformed(table: pa.Table, spec: TableSpec) -> tuple[pa.Table, set[str]]:
 def conform(table: pa.Table, spec: TableSpec) -> pa.Table:
     """The contract's columns in its order, cast to its types; absent optional ones filled with
     their default."""
+    _check_case_twins(table.column_names, spec)
     present = {name.lower(): name for name in table.column_names}
     arrays: list[pa.ChunkedArray | pa.Array] = []
     for col in spec.columns:
@@ -215,6 +296,20 @@ def conform(table: pa.Table, spec: TableSpec) -> pa.Table:
         _check_type(spec.name, col, values.type)
         arrays.append(_cast(values, col.type, target))
     return pa.table(arrays, names=[c.name for c in spec.columns])
+
+
+def _check_case_twins(names: list[str], spec: TableSpec) -> None:
+    """Names are matched ignoring case, so two spellings of a contract column leave it ambiguous:
+    either could be meant, and picking one silently changes the answer."""
+    spellings: dict[str, list[str]] = {}
+    for name in names:
+        spellings.setdefault(name.lower(), []).append(name)
+    for col in spec.columns:
+        twins = spellings.get(col.name.lower(), [])
+        if len(twins) > 1:  # the same name twice fails reading already: these differ in case
+            listed = ", ".join(twins[:-1]) + " and " + twins[-1]
+            problem = f"columns {listed} differ only in case (names are matched ignoring case): keep one"
+            raise InputError(spec.name, col.name, problem)
 
 
 INT_BOUNDS = (-(2**31), 2**31 - 1)

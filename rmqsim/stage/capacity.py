@@ -131,28 +131,70 @@ def clients_needed(
     known = np.isfinite(capacity)
     total = np.bincount(group_of_client, weights=np.where(known, capacity, 0.0), minlength=n)
     counted = np.bincount(group_of_client, weights=known, minlength=n)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean = total / counted
         need = np.ceil((inflow + backlog / drain_target_s) / mean)
-    need = np.where((counted > 0) & (mean > 0), need, np.nan)
+    # A count past what a long holds (a tiny capacity against a huge inflow) is no count: null.
+    need = np.where((counted > 0) & (mean > 0) & (need < 2.0**63), need, np.nan)
     return need[group_of_row]
 
 
-# Rates summed per group in millionths, as int64: the sum does not depend on the clients' order.
+# Rates are summed per group in millionths as integers: the sum does not depend on the rows' order.
+# Where an int64 sum could overflow (the largest row times the rows at 2^62 or more: no real fleet),
+# each row's millionths are split into three 32-bit limbs, each summed as int64, so a sum of fewer
+# than 2^31 rows cannot overflow (each row below 2^96 millionths, 7.9e22 msgs/s, where section 1's
+# bounds keep every figure). The total is then rounded once to a double: exact below 2^53
+# millionths (9.0e9 msgs/s), the same bits an int64 sum cast to a double gives.
 EXACT = 1_000_000
+LIMB = 1 << 32
 
 
 def millionths(values: np.ndarray) -> np.ndarray:
-    """Rates in millionths, rounded half to even (Arrow's default, which the driver's sums use)."""
-    return np.round(values * float(EXACT)).astype(np.int64)
+    """Rates (finite, not negative) in millionths, rounded half to even (Arrow's default, which the
+    driver's sums use), as integer-valued doubles."""
+    return np.round(np.asarray(values, dtype=np.float64) * float(EXACT))
+
+
+def limbs(whole: np.ndarray) -> np.ndarray:
+    """Millionths (integer-valued doubles below 2^96) as int64 limbs of shape (3, n): high * 2^64 +
+    middle * 2^32 + low, each below 2^32."""
+    high = np.floor(whole / float(LIMB) ** 2)
+    rest = whole - high * float(LIMB) ** 2  # exact: whole's low bits, within its 53 significant bits
+    middle = np.floor(rest / LIMB)
+    return np.stack([high, middle, rest - middle * LIMB]).astype(np.int64)
+
+
+def from_limbs(sums: np.ndarray) -> np.ndarray:
+    """Summed limbs (shape (3, n); or plain int64 sums as the low limb, high and middle 0) as
+    msgs/s: each exact total of millionths rounded once to a double, then divided by EXACT."""
+    high, middle, low = (np.asarray(s, dtype=np.int64) for s in sums)
+    middle = middle + (low >> 32)
+    high = high + (middle >> 32)
+    below = ((middle & (LIMB - 1)).astype(np.uint64) << np.uint64(32)) | (low & (LIMB - 1)).astype(np.uint64)
+    total = below.astype(np.float64)
+    # Past 2^64 millionths (1.8e13 msgs/s) Python's integers round the total: no real fleet's.
+    for i in np.flatnonzero(high):
+        total[i] = float((int(high[i]) << 64) + int(below[i]))
+    return total / EXACT
+
+
+def exact_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per run of ``values`` (runs begin at ``starts``), its sum in msgs/s, taken in millionths."""
+    whole = millionths(values)
+    if not len(starts):
+        return np.zeros(0)
+    if whole.max(initial=0.0) * len(whole) < 2.0**62:  # no int64 sum of them reaches 2^63
+        return np.add.reduceat(whole.astype(np.int64), starts).astype(np.float64) / EXACT
+    return from_limbs(np.add.reduceat(limbs(whole), starts, axis=1))
 
 
 @dataclass(frozen=True)
 class Behind:
     """Per group that falls behind (section 2d: a client over capacity, or one whose backlog never
     drains), over its clients: a client of it (the first), how many, those over capacity and those
-    that never drain; the sums of their messages, capacities and lag growth (millionths) with how
-    many of each are known, and the highest load over capacity (NaN: none known)."""
+    that never drain; the sums of their messages, capacities and lag growth (msgs/s, summed in
+    millionths) with how many of each are known, and the highest load over capacity (NaN: none
+    known)."""
 
     client: np.ndarray
     consumers: np.ndarray
@@ -188,10 +230,10 @@ def falling_behind(group: np.ndarray, keep: Keeping, msgs: np.ndarray, msgs_know
         consumers=consumers[at],
         over=over[at],
         never=never[at],
-        msgs=summed(millionths(np.where(msgs_known, msgs, 0.0)))[at],
+        msgs=exact_sums(np.where(msgs_known, msgs, 0.0), starts)[at],
         msgs_known=summed(msgs_known)[at],
-        capacity=summed(np.where(known, millionths(np.nan_to_num(keep.capacity)), 0))[at],
+        capacity=exact_sums(np.where(known, np.nan_to_num(keep.capacity), 0.0), starts)[at],
         capacity_known=summed(known)[at],
-        growth=summed(np.where(keep.known, millionths(np.nan_to_num(keep.growth)), 0))[at],
+        growth=exact_sums(np.where(keep.known, np.nan_to_num(keep.growth), 0.0), starts)[at],
         max_ratio=np.where(np.isfinite(highest[at]), highest[at], np.nan),
     )

@@ -3,15 +3,16 @@
 
 The designation lives in the client's strategy code: a designated-aware client computes the
 group's strategy over cidAll filtered to the designated IPs (a client id's IP is the part before
-``@``) and, if it is not on the list itself, holds nothing. A client still on the stock code
-computes over the full cidAll, so during a rollout the two views disagree: queues are read twice
-or by nobody, which group_metrics and the split-brain table then count. Only CLUSTERING groups
-that balance on the client are designated: a broadcasting client reads everything, and a broker or
-proxy computes without the client's code.
+``@``, compared as an address, not as text) and, if it is not on the list itself, holds nothing.
+A client still on the stock code computes over the full cidAll, so during a rollout the two views
+disagree: queues are read twice or by nobody, which group_metrics and the split-brain table then
+count. Only CLUSTERING groups that balance on the client are designated: a broadcasting client
+reads everything, and a broker or proxy computes without the client's code.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -74,6 +75,28 @@ def client_ips(client_ids: pa.Array) -> np.ndarray:
     return as_objects(pc.list_element(parts, 0))
 
 
+def ip_keys(texts: np.ndarray) -> np.ndarray:
+    """Each IP text in one spelling, so that addresses compare as addresses: ``FE80:0:0::1`` is
+    ``fe80::1``; an IPv4-mapped address (``::ffff:10.0.0.1``) is its IPv4 address, as Java's
+    InetAddress reads it; an IPv6 address in brackets, as RocketMQ's client writes it into its
+    id, is that address. A text that is no address stays itself. Each distinct text is parsed
+    once: a fleet has far fewer machines than clients."""
+    codes, uniques = pd.factorize(texts)  # a null: -1, the None added last
+    return np.array([_address(t) for t in uniques] + [None], dtype=object)[codes]
+
+
+def _address(text: str) -> str:
+    bracketed = text.startswith("[") and text.endswith("]")
+    try:
+        address = ipaddress.ip_address(text[1:-1] if bracketed else text)
+    except ValueError:
+        return text
+    if bracketed and address.version == 4:
+        return text  # brackets hold only IPv6 addresses
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
+
+
 def designated_clients(
     rows: pa.RecordBatch, client_offsets: np.ndarray, client_ids: pa.Array, sel: np.ndarray
 ) -> np.ndarray:
@@ -82,9 +105,11 @@ def designated_clients(
     row = np.repeat(sel, np.diff(client_offsets)[sel])
     ip_offsets, listed = list_column(rows.take(pa.array(sel, type=pa.int64())), "designated_ips")
     listed_row = np.repeat(sel, np.diff(ip_offsets))
-    key = pd.MultiIndex.from_arrays([listed_row, as_objects(listed)])
+    # The listed and the clients' IPs normalised together: most listed ones are clients' too.
+    ips = ip_keys(np.concatenate([as_objects(listed), client_ips(take(client_ids, flat))]))
+    key = pd.MultiIndex.from_arrays([listed_row, ips[: len(listed)]])
     out = np.zeros(int(client_offsets[-1]), dtype=bool)
-    out[flat] = pd.MultiIndex.from_arrays([row, client_ips(take(client_ids, flat))]).isin(key)
+    out[flat] = pd.MultiIndex.from_arrays([row, ips[len(listed) :]]).isin(key)
     return out
 
 

@@ -486,6 +486,9 @@ def _hash_shares(
             "_key", pa.array(np.arange(table.num_rows))
         )
         matched = probe.append_column("_pop", pa.array(np.arange(probe.num_rows))).join(joined, columns)
+        # The join is a left one: a population without keys here (another's keys, or all its
+        # shares 0 and rejected) matches none, and sends 1/N per entry (shares.hash_shares).
+        matched = matched.filter(pc.is_valid(matched["_key"]))
         parts.append((matched["_pop"].to_numpy(), table.take(matched["_key"])))
     if not parts:
         return shares.round_robin_shares(lists)

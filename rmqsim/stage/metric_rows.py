@@ -410,17 +410,13 @@ def _falling_behind_rows(
         pa.array(behind.consumers, type=pa.int64()),
         pa.array(behind.over, type=pa.int64()),
         pa.array(behind.never, type=pa.int64()),
-        _from_millionths(behind.msgs, behind.msgs_known == 0),
-        _from_millionths(behind.capacity, behind.capacity_known == 0),
-        _from_millionths(behind.growth, np.zeros(len(behind.growth), dtype=bool)),
+        _doubles(behind.msgs, behind.msgs_known == 0),
+        _doubles(behind.capacity, behind.capacity_known == 0),
+        _doubles(behind.growth, np.zeros(len(behind.growth), dtype=bool)),
         _doubles(behind.max_ratio, np.zeros(len(behind.max_ratio), dtype=bool)),
         _longs(np.nan_to_num(need), np.isnan(need)),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW)
-
-
-def _from_millionths(summed: np.ndarray, mask: np.ndarray) -> pa.Array:
-    return pa.array(summed.astype(np.float64) / float(capacity.EXACT), mask=mask, type=pa.float64())
 
 
 def _assignment_lists(rows: pa.RecordBatch, a: Allocated) -> pa.RecordBatch:
