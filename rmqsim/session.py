@@ -184,28 +184,53 @@ def job_description(spark: SparkSession, text: str) -> Iterator[None]:
         context.setJobDescription(None)  # type: ignore[arg-type]
 
 
-def from_arrow(spark: SparkSession, table: pa.Table, schema: StructType | None = None) -> DataFrame:
+def from_arrow(
+    spark: SparkSession, table: pa.Table, schema: StructType | None = None, *, reused: bool = False
+) -> DataFrame:
     """``table`` as a DataFrame (of ``schema``'s types where given). Its chunks combined first:
-    PySpark 4.3's createDataFrame loses every row of a table whose first two chunks are empty."""
+    PySpark 4.3's createDataFrame loses every row of a table whose first two chunks are empty.
+
+    ``reused``: several queries will start from it. Through Spark Connect it is then sent once and
+    named by its hash in each query's plan, as Connect does by itself only above 64 MB: inlined,
+    every query would carry it again. The server keeps it in its driver, where a lost executor's
+    tasks read it again."""
+    if reused and is_remote(spark):
+        key = "spark.sql.session.localRelationCacheThreshold"
+        threshold = spark.conf.get(key)
+        spark.conf.set(key, "0")
+        try:
+            return spark.createDataFrame(table.combine_chunks(), schema)
+        finally:
+            spark.conf.set(key, threshold)
     return spark.createDataFrame(table.combine_chunks(), schema)
 
 
-def wait_for_stopped_tasks(spark: SparkSession, *, timeout: float = 120.0) -> bool:
-    """Wait until no task of the application's jobs runs; False if some still does at ``timeout``.
+def last_job(spark: SparkSession) -> int:
+    """The highest id of the jobs Spark has started so far (-1: none, or through Spark Connect)."""
+    if is_remote(spark):
+        return -1
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
+
+
+def wait_for_stopped_tasks(spark: SparkSession, *, after: int = -1, timeout: float = 120.0) -> bool:
+    """Wait until no task of the jobs after job ``after`` runs; False if some still does at ``timeout``.
 
     A job ends once every partition has one successful attempt. A speculative attempt still
     running then is told to stop, and may write a little more before its executor reports it
-    stopped: an empty _temporary folder in a table Spark has already committed. Jobs without a job
-    group only (rmqsim sets none). Through Spark Connect the client sees no tasks: True at once."""
+    stopped: an empty _temporary folder in a table Spark has already committed. Spark's status
+    store learns of tasks a little late, so first the jobs must be seen ended (their stages' last
+    counts are stored by then), then their stages without a running task. Jobs without a job group
+    only (rmqsim sets none). Through Spark Connect the client sees no tasks: True at once."""
     if is_remote(spark):
         return True
     tracker = spark.sparkContext.statusTracker()
     deadline = time.monotonic() + timeout
     while True:
-        jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(None)]
-        stages = [tracker.getStageInfo(stage) for job in jobs if job for stage in job.stageIds]
-        if not any(stage.numActiveTasks for stage in stages if stage):
-            return True
+        if not any(job > after for job in tracker.getActiveJobsIds()):
+            jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(None) if job > after]
+            stages = [tracker.getStageInfo(stage) for job in jobs if job for stage in job.stageIds]
+            if not any(stage.numActiveTasks for stage in stages if stage):
+                return True
         if time.monotonic() > deadline:
             return False
         time.sleep(0.1)

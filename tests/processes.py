@@ -138,8 +138,9 @@ def runs_python(executor: psutil.Process) -> bool:
 
 def kill_first_executor_running_python(work_dir: Path, *, timeout: float) -> str:
     """``kill -9`` the first executor JVM under ``work_dir`` seen with Python workers: in an
-    rmqsim run the allocation stage is the only Python a cluster's executors run. Its folder,
-    once killed, as a standalone worker names it (app-.../N)."""
+    rmqsim run the first Python a cluster's executors run is the allocation stage's (the table
+    writes that unpack its rows come after). Its folder, once killed, as a standalone worker
+    names it (app-.../N)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for executor in executor_jvms(work_dir):

@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from urllib.parse import urlparse
 
 from rmqsim.errors import InputError
@@ -85,13 +86,18 @@ class RunDirectory:
         parent, name = os.path.split(self.staging if self.staged else self._final)
         return os.path.join(parent, f".{name.lstrip('.')}.{suffix}-{uuid.uuid4().hex[:8]}")
 
-    def remove_temporaries(self) -> list[str]:
-        """Remove what Spark's writers left in a finished run's tables (their _temporary folders,
+    def remove_temporaries(self, tables: Iterable[str]) -> list[str]:
+        """Remove what Spark's writers left in these finished tables (their _temporary folders,
         which a stopped speculative attempt may recreate after its job committed); the folders
         removed. A run written in place on another file system is left as it is."""
         if not self.local:
             return []
-        found = [root for root, dirs, _ in os.walk(self.staging) if os.path.basename(root) == "_temporary"]
+        found = [
+            root
+            for name in sorted(tables)
+            for root, _, _ in os.walk(local_path(self.table(name)) or "")
+            if os.path.basename(root) == "_temporary"
+        ]
         for folder in found:
             shutil.rmtree(folder, ignore_errors=True)
         return found

@@ -74,6 +74,8 @@ class SparkSink:
     def __init__(self, spark: SparkSession, directory: RunDirectory) -> None:
         self.spark = spark
         self.directory = directory
+        self._before = session.last_job(spark)  # the jobs after it are this run's
+        self._written: set[str] = set()
 
     def run_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> None:
         """The stage over ``stage``'s routes, handed to the executors partitioned by group: one
@@ -82,7 +84,8 @@ class SparkSink:
         Nothing is kept that Spark cannot compute again: the routes start from the driver's
         Arrow table, and the packed rows are cached, not checkpointed. A lost executor's blocks
         and shuffle files are recomputed from the driver's routes, and the run goes on."""
-        routes = session.from_arrow(self.spark, stage.group_routes)  # its Arrow types are GROUP_ROUTES'
+        # Its Arrow types are GROUP_ROUTES'; every table's write starts from it.
+        routes = session.from_arrow(self.spark, stage.group_routes, reused=True)
         staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
         handed = tasks.handed_to_tasks(
             staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
@@ -96,6 +99,7 @@ class SparkSink:
             packed.unpersist()
 
     def _write(self, name: str, rows: DataFrame) -> None:
+        self._written.add(name)
         with session.job_description(self.spark, f"rmqsim: {name}"):
             partitioned_by = schemas.OUTPUTS[name].partitioned_by
             rows.write.mode("overwrite").partitionBy(*partitioned_by).parquet(self.directory.table(name))
@@ -121,11 +125,15 @@ class SparkSink:
 
     def publish(self) -> str:
         """The run moved into place once no task of it runs, without Spark's temporary folders."""
-        if not session.wait_for_stopped_tasks(self.spark):
-            log.warning("tasks of this run still run after 120 s: its tables may hold a _temporary folder")
-        for folder in self.directory.remove_temporaries():
+        self._settle()
+        for folder in self.directory.remove_temporaries(self._written):
             log.info("removed %s, left by a stopped task attempt", folder)
         return self.directory.publish()
 
     def abandon(self) -> None:
+        self._settle()  # a late attempt would write into the staging directory again
         self.directory.abandon()
+
+    def _settle(self, timeout: float = 120.0) -> None:
+        if not session.wait_for_stopped_tasks(self.spark, after=self._before, timeout=timeout):
+            log.warning("tasks of this run still run after %.0f s: a table may keep a _temporary", timeout)
