@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from rmqsim import schemas
 from rmqsim.snapshot.text import row_json
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
-from rmqsim.stage.capacity import EXACT, from_limbs, limbs, millionths
+from rmqsim.stage.capacity import from_sums, millionths, summable
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -102,15 +102,11 @@ BEHIND_COLUMNS = (*RUN, "group", "clients_over_capacity")
 # (EXACT): the same rows give the same figure to the last bit, however the tasks were split.
 
 
-def _exact(values: pa.ChunkedArray) -> list[pa.Array | pa.ChunkedArray]:
-    """A double column (finite, not negative) in millionths as int64 columns whose sums cannot
-    overflow (null stays null): one where the largest value times the rows stays below 2^62 (no
-    sum of them reaches 2^63), else stage.capacity's three 32-bit limbs."""
-    whole = pc.round(pc.multiply(values, float(EXACT)))
-    if (pc.max(whole).as_py() or 0.0) * len(values) < 2.0**62:  # every real fleet's
-        return [pc.cast(whole, pa.int64())]
+def _exact(values: pa.ChunkedArray) -> list[pa.Array]:
+    """A double column (finite, not negative) as stage.capacity's summable int64 columns (null
+    stays null): sums of them do not depend on order, and cannot overflow."""
     null = pc.is_null(values).to_numpy(zero_copy_only=False)
-    parts = limbs(millionths(pc.fill_null(values, 0.0).to_numpy(zero_copy_only=False)))
+    parts = summable(millionths(pc.fill_null(values, 0.0).to_numpy(zero_copy_only=False)))
     return [pa.array(part, mask=null) for part in parts]
 
 
@@ -118,10 +114,9 @@ def _from_exact(table: pa.Table, name: str, parts: int) -> pa.Array:
     """The sums of _exact's ``parts`` columns ``{name}{i}``, aggregated as ``{name}{i}_sum``, in
     msgs/s (null where the rows were)."""
     sums = [table[f"{name}{i}_sum"] for i in range(parts)]
-    summed = [np.zeros(table.num_rows, np.int64)] * (3 - parts)
-    summed += [pc.fill_null(s, 0).to_numpy(zero_copy_only=False) for s in sums]
     null = pc.is_null(sums[0]).to_numpy(zero_copy_only=False)
-    return pa.array(from_limbs(np.stack(summed)), mask=null, type=pa.float64())
+    summed = np.stack([pc.fill_null(s, 0).to_numpy(zero_copy_only=False) for s in sums])
+    return pa.array(from_sums(summed), mask=null, type=pa.float64())
 
 
 def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -126,7 +126,8 @@ LANGUAGES = ("JAVA", "GO", "CPP", "PYTHON", "NODE_JS")
 # Bounds on the numbers the message arithmetic takes (docs/CONTRACT.md, sections 1 and 3). Rates are
 # summed in millionths as integers (stage.capacity): a row at most MAX_RATE is at most 1e15
 # millionths, below 2^53, exact as a double and an int64; a scenario's factors multiply a rate by at
-# most MAX_FACTOR, so a phase's row stays at most 1e18 millionths, below int64's 9.2e18. A positive
+# most MAX_FACTOR, so a phase's producers row stays at most 1e18 millionths, below int64's 9.2e18
+# (a topic without producers sends its queues' in_tps summed: a sum, which the limbs hold). A positive
 # capacity below MIN_CAPACITY (the sums' resolution) would make a load over capacity infinite.
 MAX_RATE = 1e9  # msgs/s: rates and capacities per row, set_traffic.msgs_per_s; producer_keys.share
 MAX_FACTOR = 1e3  # set_traffic.factor, and the product of a run of them

@@ -183,6 +183,18 @@ def test_factors_that_multiply_past_the_bound_are_an_error_at_the_step_that_pass
     )
 
 
+@pytest.mark.parametrize("key", ["factor", "msgs_per_s"])
+def test_a_yaml_integer_past_any_double_is_an_input_error_not_an_overflow(key) -> None:
+    # YAML's integers have no bound: 10**400 passes "0 or more" but float() of it overflows.
+    text = f"scenarios:\n  - name: surge\n    steps:\n      - set_traffic: {{{key}: {10**400}}}\n"
+    with pytest.raises(InputError) as raised:
+        parse.parse(text)
+    assert str(raised.value) == (
+        f"scenarios: scenario 'surge', step 1.set_traffic.{key}: "
+        "expected a number a double holds, got an integer of 401 digits"
+    )
+
+
 def test_factors_that_stay_within_the_bound_parse() -> None:
     # 1000, then 1/2 and 2 (a run's product: 1000 at most), then a new total for every topic and 1000 again.
     steps = ["{factor: 1000}", "{factor: 0.5}", "{factor: 2}", "{msgs_per_s: 1.0e+9}", "{factor: 1000}"]
@@ -201,6 +213,31 @@ def test_a_consumer_capacity_of_1e13_is_a_reject_row(sample) -> None:
         )
     ]
     assert counts["consumers"] == (111, 110, 1)
+
+
+def test_a_capacity_past_the_bound_sets_no_value_for_the_clients_other_rows(tmp_path) -> None:
+    # One process on topics t and u: its t row gives 2e9 (past the bound), its u row 1000. Only the
+    # t row is rejected; the u row has no kept row to disagree with, so the client keeps topic u.
+    snapshot = load_snapshot(
+        None,
+        make_snapshot(
+            tmp_path,
+            brokers=[{"broker_name": "b", "broker_id": 0}],
+            topic_queues=[
+                {"topic": t, "broker_name": "b", "read_queue_nums": 4, "write_queue_nums": 4, "perm": 6}
+                for t in ("t", "u")
+            ],
+            consumers=[
+                {"group": "g", "topic": "t", "client_id": "c@1", "capacity_msgs_per_s": 2e9},
+                {"group": "g", "topic": "u", "client_id": "c@1", "capacity_msgs_per_s": 1000.0},
+            ],
+        ),
+    )
+    rejects, counts = _checked(snapshot)
+    assert [(s, r) for s, r, _ in rejects] == [
+        ("consumers", "capacity_msgs_per_s 2000000000.0 is more than 1e+09")
+    ]
+    assert counts["consumers"] == (2, 1, 1)
 
 
 def test_a_tiny_positive_capacity_is_a_reject_row(sample) -> None:
@@ -358,7 +395,10 @@ def test_values_at_the_bounds_come_out_exact_and_the_ones_past_them_are_rejected
         (2000000008.0, 0.0),
         (3998000008000.0, 0.0),
     ]
-    assert summary[1].fleet_msgs_max_over_mean == summary[1].fleet_max_msgs_per_s / 2000000004000.0
+    # Java's hashCode: "k1" = 107 * 31 + 49 = 3366, "k2" = 3367; mod 4: queues 2 and 3, client 2's.
+    # Phase 1: client 2 reads 1000 x (2e9 + 8), client 1 1000 x 2e9; the mean is 2000000004000.
+    assert summary[1].fleet_max_msgs_per_s == 2000000008000.0
+    assert summary[1].fleet_msgs_max_over_mean == 2000000008000.0 / 2000000004000.0
 
 
 # ------------------------------------------------------------------ exact sums

@@ -315,16 +315,26 @@ def _coerce(key: str, value: object, where: str, kind: str) -> object:
     if key in _FRACTIONS:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(where, label, f"expected a number, got {value!r}")
-        return float(value)
+        return _double(value, where, label)
     if key in _RATES:
         if value is None and key in _NULLABLE:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
             raise InputError(where, label, f"expected a number, 0 or more, got {value!r}")
-        return float(value)
+        return _double(value, where, label)
     if value is None or not isinstance(value, str) or not value.strip():
         raise InputError(where, label, f"expected a non-empty string, got {value!r}")
     return value.strip()
+
+
+def _double(value: int | float, where: str, label: str) -> float:
+    """``value`` as a double: YAML's integers have no bound, and one past 1.8e308 has no double."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        problem = f"expected a number a double holds, got an integer of {digits} digits"
+        raise InputError(where, label, problem) from None
 
 
 def _names(value: object, where: str, label: str) -> tuple[str, ...]:

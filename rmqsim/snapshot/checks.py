@@ -228,7 +228,11 @@ def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.
             ),
             (pc.is_valid(problem), _concat("group '", consumers["group"], "' is not simulated: ", problem)),
             *_rate_rules(consumers, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY),
-            *(_disagreeing(rows, c, shared) for c in ("capacity_msgs_per_s", "designated_aware")),
+            # Among the rows kept: a row rejected for its own value sets no value to agree with.
+            *(
+                _AmongKept(lambda kept, c=c: _disagreeing(rows, c, shared & kept))
+                for c in ("capacity_msgs_per_s", "designated_aware")
+            ),
         ],
     )
 

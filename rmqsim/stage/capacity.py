@@ -178,14 +178,27 @@ def from_limbs(sums: np.ndarray) -> np.ndarray:
     return total / EXACT
 
 
+def summable(whole: np.ndarray) -> np.ndarray:
+    """Millionths (millionths') as int64 columns to sum, shape (k, n): the values themselves where
+    no sum of them can reach 2^63 (the largest times the rows below 2^62: every real fleet), else
+    their three limbs."""
+    if whole.max(initial=0.0) * len(whole) < 2.0**62:
+        return whole.astype(np.int64)[None]
+    return limbs(whole)
+
+
+def from_sums(sums: np.ndarray) -> np.ndarray:
+    """summable's columns summed (shape (k, m)), as msgs/s."""
+    if len(sums) == 1:
+        return sums[0].astype(np.float64) / EXACT
+    return from_limbs(sums)
+
+
 def exact_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Per run of ``values`` (runs begin at ``starts``), its sum in msgs/s, taken in millionths."""
-    whole = millionths(values)
     if not len(starts):
         return np.zeros(0)
-    if whole.max(initial=0.0) * len(whole) < 2.0**62:  # no int64 sum of them reaches 2^63
-        return np.add.reduceat(whole.astype(np.int64), starts).astype(np.float64) / EXACT
-    return from_limbs(np.add.reduceat(limbs(whole), starts, axis=1))
+    return from_sums(np.add.reduceat(summable(millionths(values)), starts, axis=1))
 
 
 @dataclass(frozen=True)
