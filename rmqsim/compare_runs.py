@@ -207,3 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         print("\n".join(result.lines), flush=True)
     return 0 if all(r.equal for r in results) else 1
+
+
+if __name__ == "__main__":  # python -m rmqsim.compare_runs OLD NEW, as bench/compare_runs.py
+    raise SystemExit(main())
