@@ -53,7 +53,7 @@ def parse(text: str, *, source: str) -> ClusterList:
         raise error(
             source,
             header.number,
-            "expected the clusterList header (#Cluster Name  #Broker Name  #BID  #Addr  #Version ...)",
+            f"expected {LAYOUT.expected}",
         )
     if any(header.text[s - 1] not in " \t" for s in starts[1:]):
         raise error(

@@ -66,7 +66,7 @@ def parse(text: str, *, source: str) -> ConsumerProgress:
         raise error(
             source,
             header.number,
-            f"expected the consumerProgress header (#Topic  #Broker Name  #QID ...), found {found!r}",
+            f"expected {LAYOUT.expected}, found {found!r}",
         )
     broker_at = header.text.index("#Broker Name")
     qid_at = header.text.index("#QID")

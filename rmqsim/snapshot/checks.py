@@ -377,13 +377,11 @@ def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
     hashing = producers.filter(
         pc.equal(normalised(pc.coalesce(producers["selector"], "ROUND_ROBIN")), "HASH")
     )
-    topic_group = pc.binary_join_element_wise(keys["topic"], keys["producer_group"], "\x00")
-    known_pair = pc.is_in(
-        topic_group,
-        value_set=combined(pc.binary_join_element_wise(hashing["topic"], hashing["producer_group"], "\x00")),
-    )
+    pairs = _KeyPairs.of(keys, hashing)
     known = pc.if_else(
-        pc.is_null(keys["producer_group"]), _known(keys["topic"], hashing["topic"]), known_pair
+        pc.is_null(keys["producer_group"]),
+        _known(keys["topic"], hashing["topic"]),
+        pc.is_in(pairs.key, value_set=pairs.producer),
     )
     return _split(
         rows,
@@ -399,7 +397,7 @@ def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
                 ["topic", "producer_group", "key"],
                 "duplicate row for this key: the first good one (in JSON order) is used",
             ),
-            _AmongKept(lambda kept: (_silent_keys(keys, hashing, kept), SILENT_KEYS)),
+            _AmongKept(lambda kept: (_silent_keys(keys, hashing, pairs, kept), SILENT_KEYS)),
         ],
     )
 
@@ -410,15 +408,30 @@ SILENT_KEYS = (
 )
 
 
-def _silent_keys(keys: pa.Table, hashing: pa.Table, kept: np.ndarray) -> pa.Array:
+@dataclass(frozen=True)
+class _KeyPairs:
+    """(topic, producer_group) of each key row and of each HASH producer, as one text (null where
+    the producer_group is)."""
+
+    key: pa.Array
+    producer: pa.Array
+
+    @staticmethod
+    def of(keys: pa.Table, hashing: pa.Table) -> _KeyPairs:
+        def pair(t: pa.Table) -> pa.Array:
+            return combined(pc.binary_join_element_wise(t["topic"], t["producer_group"], "\x00"))
+
+        return _KeyPairs(pair(keys), pair(hashing))
+
+
+def _silent_keys(keys: pa.Table, hashing: pa.Table, pairs: _KeyPairs, kept: np.ndarray) -> pa.Array:
     """The ``kept`` key rows of share 0 for a HASH producer all of whose kept keys have share 0 (a
     key with a null producer_group is for every HASH producer of its topic). Such a producer has
     no shares to normalise (section 2c): its keys go, and it sends as one without keys."""
     share = pc.fill_null(keys["share"], 1.0).to_numpy(zero_copy_only=False)  # null: an equal share
     named = pc.is_valid(keys["producer_group"]).to_numpy(zero_copy_only=False)
-    pair = combined(pc.binary_join_element_wise(keys["topic"], keys["producer_group"], "\x00"))
+    pair, producer_pair = pairs.key, pairs.producer
     topic = combined(keys["topic"])
-    producer_pair = combined(pc.binary_join_element_wise(hashing["topic"], hashing["producer_group"], "\x00"))
     producer_topic = combined(hashing["topic"])
 
     def keyed(rows: np.ndarray) -> pa.Array:
