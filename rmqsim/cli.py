@@ -121,6 +121,18 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how soon a backlog should drain: clients_needed counts what that takes (default 3600)",
     )
+    sim.add_argument(
+        "--full-phases",
+        action="store_true",
+        help="write every phase whole (default: a later phase writes only what its steps touched)",
+    )
+    sim.add_argument(
+        "--sweep-detail",
+        type=int,
+        default=3,
+        metavar="K",
+        help="the worst K elements of each sweep whose phases the other tables hold (default 3)",
+    )
     _spark_args(sim)
 
     rep = sub.add_parser(
@@ -307,6 +319,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         mode=getattr(args, "mode", "overwrite"),
         partitions=getattr(args, "partitions", None),
         drain_target_s=getattr(args, "drain_target", 3600.0),
+        full_phases=getattr(args, "full_phases", False),
+        sweep_detail=getattr(args, "sweep_detail", 3),
     )
     from rmqsim.sink.directory import RunDirectory
     from rmqsim.snapshot.load import check_layout, is_local
@@ -323,6 +337,9 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         starting = Starting(lambda: _session(args))
         built = simulate.build_group_routes(None, cfg)  # pyarrow alone, while the JVM starts
         result = simulate.run(starting.result(), cfg, built)
+    if result.sweep:
+        print(text.format_sweep(result.sweep))
+        print()
     if result.comparison:
         # Phase 0 is the snapshot in every scenario: its table once, then what each scenario changes.
         first = min(r["scenario"] for r in result.summary)
@@ -331,7 +348,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
             text.format_summary(snapshot_rows).replace(f"scenario {first}, phase 0", "the snapshot (phase 0)")
         )
         print()
-        print(text.format_comparison(result.comparison))
+        # A sweep's detailed elements are in its table above: the scenarios of the file here.
+        print(text.format_comparison([r for r in result.comparison if "/" not in r["scenario"]]))
         print()
         print(text.format_recommendation(result.recommendation))
         if result.exposure:

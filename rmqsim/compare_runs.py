@@ -26,6 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from rmqsim import phases, schemas
+
 
 def visible(path: Path, root: Path) -> bool:
     # Spark's _SUCCESS and .crc files (and anything under such names) are bookkeeping, not data.
@@ -154,6 +156,17 @@ class TableResult:
     lines: list[str]  # its result line, then example rows found in one run only
 
 
+def _typed(table: pa.Table) -> pa.Table:
+    """Hive partition columns (read as strings) as the rebuild needs them: the phase an int."""
+    return (
+        table
+        if table.schema.field("scenario").type == pa.string()
+        else table.cast(
+            table.schema.set(table.schema.get_field_index("scenario"), pa.field("scenario", pa.string()))
+        )
+    )
+
+
 def compare_runs(
     old_run: Path,
     new_run: Path,
@@ -169,13 +182,31 @@ def compare_runs(
     runs = (Path(old_run), Path(new_run))
     names = sorted({p.name for run in runs for p in run.iterdir() if visible(p, run)})
     found = [n for n in names if any(next(data_files(run / n), None) for run in runs)]
+    touched = [read_table(run / "touched") for run in runs]
+    summaries = [read_table(run / "summary") for run in runs]
+    if any(t is not None for t in touched):
+        found = [n for n in found if n != "touched"]  # the rebuild's input, not a table to compare
+
+    def rebuilt(side: int, name: str) -> pa.Table | None:
+        """The run's table, a later phase rebuilt from phase 0 and touched/ where the run has it."""
+        table = read_table(runs[side] / name)
+        if table is None or touched[side] is None:
+            return table
+        listed = touched[side].cast(schemas.arrow(schemas.TOUCHED))
+        last = phases.last_phases(summaries[side])
+        if name == "rejects":
+            return phases.full_rejects(table, listed, last)
+        if name not in phases.PHASED_TABLES:
+            return table
+        return phases.full(name, _typed(table), listed, last)
+
     results = []
     for name in found if tables is None else tables:
-        new = read_table(runs[1] / name)
+        new = rebuilt(1, name)
         added = [c.split(".", 1)[1] for c in new_columns if c.split(".", 1)[0] == name]
         if new is not None and added:
             new = new.drop_columns([c for c in added if c in new.column_names])
-        equal, lines = report(name, read_table(runs[0] / name), new, args)
+        equal, lines = report(name, rebuilt(0, name), new, args)
         results.append(TableResult(name, equal, lines))
     return results
 

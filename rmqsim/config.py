@@ -101,11 +101,19 @@ class SimulateConfig:
     # The seconds a client's backlog should drain within: clients_needed counts what that takes
     # on top of the inflow (docs/CONTRACT.md, section 2d).
     drain_target_s: float = 3600.0
+    # Every phase written whole, as before section 4's "later phases hold what changed".
+    full_phases: bool = False
+    # The worst elements per sweep and strategy whose phases the other tables hold (section 2f).
+    sweep_detail: int = 3
 
     def __post_init__(self) -> None:
         if self.partitions is not None and self.partitions < 1:
             raise InputError(
                 "arguments", "--partitions", f"expected a positive integer, got {self.partitions}"
+            )
+        if self.sweep_detail < 0:
+            raise InputError(
+                "arguments", "--sweep-detail", f"expected 0 or a positive integer, got {self.sweep_detail}"
             )
         if not (self.drain_target_s > 0 and math.isfinite(self.drain_target_s)):
             raise InputError(

@@ -139,7 +139,7 @@ def summary(
     """One row per (scenario, phase, strategy), schemas.SUMMARY, in that order: the fleet at a glance.
 
     A run with groups but no client has no consumer figures (null), and one with clients but no
-    group metrics none of those. ``unroutable``: per (scenario, phase), the messages per second
+    group metrics none of those. ``unroutable``: per (scenario, phase, topic), the messages per second
     nobody could send (stage.inflow); without it (no traffic) that figure is null.
     ``falling_behind``: where some client has a capacity, falling_behind's table (BEHIND_COLUMNS
     of it, as the stage wrote it): groups_behind counts its groups with a client over capacity.
@@ -237,7 +237,13 @@ def summary(
     )
     out = groups.join(load, RUN, join_type="full outer")
     if unroutable is not None:
-        out = out.join(unroutable, ["scenario", "phase"], join_type="left outer")
+        per_phase = (
+            unroutable.sort_by(_in_order(["scenario", "phase", "topic"]))
+            .group_by(["scenario", "phase"], use_threads=False)
+            .aggregate([("unroutable_msgs_per_s", "sum")])
+            .rename_columns({"unroutable_msgs_per_s_sum": "unroutable_msgs_per_s"})
+        )
+        out = out.join(per_phase, ["scenario", "phase"], join_type="left outer")
     else:
         out = out.append_column("unroutable_msgs_per_s", pa.nulls(out.num_rows, pa.float64()))
     return _conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)

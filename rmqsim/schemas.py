@@ -331,6 +331,9 @@ GROUP_ROUTES = StructType(
         StructField("designated_ips", ArrayType(STRING, True), True),
         StructField("client_designated_aware", ArrayType(BOOLEAN, True), True),
         StructField("drain_target_s", DOUBLE, True),
+        # Whether the stage writes this row's outputs (section 4: a later phase writes what its
+        # steps touched); null: it does.
+        StructField("written", BOOLEAN, True),
     ]
 )
 
@@ -491,6 +494,38 @@ SPLIT_BRAIN = StructType(
                 "unassigned_backlog",
             )
         ),
+    ]
+)
+
+# One row per (scenario, phase, topic, group) a later phase's steps touched: its rows in the stage's
+# tables and queue_traffic are written for that phase; every other row of the phase is phase 0's.
+TOUCHED = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("phase", INT, False),
+        StructField("topic", STRING, False),
+        StructField("group", STRING, True),  # null: a topic whose traffic changed, read by no group
+    ]
+)
+
+# One row per (sweep, element, strategy): what that single failure does to the whole fleet, ranked
+# (docs/CONTRACT.md, section 2f).
+SWEEP = StructType(
+    [
+        StructField("sweep", STRING, False),
+        StructField("element", STRING, False),
+        StructField("strategy", STRING, False),
+        StructField("groups_changed", LONG, True),
+        StructField("queues_moved", LONG, True),
+        StructField("queues_unread", LONG, True),
+        StructField("stranded_msgs_per_s", DOUBLE, True),
+        StructField("unroutable_msgs_per_s", DOUBLE, True),
+        StructField("clients_over_capacity", LONG, True),
+        StructField("lag_growth_msgs_per_s", DOUBLE, True),
+        StructField("msgs_delayed", DOUBLE, True),
+        StructField("msgs_read_twice", DOUBLE, True),
+        StructField("rank", INT, False),
+        StructField("detailed", BOOLEAN, False),  # its phases are in the other tables
     ]
 )
 
@@ -805,6 +840,8 @@ OUTPUTS = {
         OutputTable("movement", MOVEMENT, PARTITIONED_BY),
         OutputTable("queue_traffic", QUEUE_TRAFFIC, ("scenario",)),
         OutputTable("split_brain", SPLIT_BRAIN, PARTITIONED_BY),
+        OutputTable("touched", TOUCHED),
+        OutputTable("sweep", SWEEP),
         OutputTable("summary", SUMMARY),
         OutputTable("comparison", COMPARISON),
         OutputTable("recommendation", RECOMMENDATION),

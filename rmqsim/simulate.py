@@ -5,17 +5,20 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
-from rmqsim import rollups, schemas, session
+from rmqsim import impact, phase_rollups, phases, rollups, schemas, session
 from rmqsim.config import SimulateConfig
 from rmqsim.scenarios import apply, names, parse
+from rmqsim.scenarios import sweeps as sweep_scenarios
 from rmqsim.sink import Sink, open_sink
 from rmqsim.snapshot import checks, reconcile
 from rmqsim.snapshot.load import Snapshot, load_snapshot, schemas_table
@@ -36,6 +39,7 @@ class RunResult:
     recommendation: list[dict] = field(default_factory=list)  # per group, with scenarios
     exposure: list[dict] = field(default_factory=list)  # per (scenario, strategy), with stale views
     reconciliation: list[dict] = field(default_factory=list)  # per table: read, used, rejected
+    sweep: list[dict] = field(default_factory=list)  # per (sweep, element, strategy), with sweeps
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -46,11 +50,16 @@ def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
     return max(2, 2 * spark.sparkContext.defaultParallelism)
 
 
+def load_file(config: SimulateConfig) -> parse.ScenarioFile:
+    """The scenarios file's scenarios (without any, the snapshot alone as scenario ``baseline``)
+    and sweeps."""
+    found = parse.load_file(config.scenarios) if config.scenarios else parse.ScenarioFile()
+    return found if found.scenarios else replace(found, scenarios=(parse.Scenario(BASELINE),))
+
+
 def load_scenarios(config: SimulateConfig) -> tuple[parse.Scenario, ...]:
     """The scenarios to run: the file's, or the snapshot alone as scenario ``baseline``."""
-    if not config.scenarios:
-        return (parse.Scenario(BASELINE),)
-    return parse.load(config.scenarios)
+    return load_file(config).scenarios
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,10 @@ class Staged:
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
     traffic: inflow.Traffic | None = None  # where the messages go, with producers or rates
     with_capacities: bool = False  # some client has a capacity (section 2d)
+    # What each later phase's steps touched (section 4), None where every phase is written whole;
+    # then phase 0 is scenario phases.SNAPSHOT's, and a scenario's rows hold only what changed.
+    touched: pa.Table | None = None
+    last_phases: dict[str, int] = field(default_factory=dict)  # every scenario's, as summary has them
 
 
 def snapshot_read(spark: SparkSession | None, config: SimulateConfig) -> Snapshot:
@@ -88,18 +101,40 @@ def with_traffic(snapshot: Snapshot, runs: tuple[parse.Scenario, ...]) -> Snapsh
     )
 
 
-def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> Staged:
+def build_group_routes(
+    spark: SparkSession | None,
+    config: SimulateConfig,
+    runs: tuple[parse.Scenario, ...] | None = None,
+    *,
+    prepared: Staged | None = None,
+    elements: bool = False,
+) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
     in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
     overhead whatever its size). A local snapshot needs no Spark (``spark`` None): the CLI builds
-    the routes while the JVM starts."""
-    runs = load_scenarios(config)
-    snapshot = snapshot_read(spark, config)
-    checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
+    the routes while the JVM starts.
+
+    ``runs``: these scenarios, not the file's. ``prepared``: a build whose loaded and checked
+    snapshot this one reuses. ``elements``: sweep elements, each cut to what it touches, its phase
+    0 among them and every row written, without phase 0's fleet (rmqsim.impact)."""
+    runs = runs or load_scenarios(config)
+    if prepared is None:
+        snapshot = snapshot_read(spark, config)
+        checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
+    else:
+        snapshot, checked = prepared.loaded, checks.Checked(prepared.checked, prepared.rejects)
     valid = with_traffic(checked.snapshot, runs)
     wanted = names.referenced(runs)
     names.check_names(runs, names.existing_names(valid, wanted, names.counted_groups(runs)))
-    staged = apply.phased(valid, runs)
+    listed = None
+    last_phase = {s.name: s.last_phase for s in runs}
+    if elements:
+        staged, _ = apply.phased_changes(valid, runs, snapshot_name=None)
+    elif config.full_phases or not any(s.steps for s in runs):
+        staged = apply.phased(valid, runs)
+    else:
+        staged, listed = apply.phased_changes(valid, runs, snapshot_name=phases.SNAPSHOT)
+        last_phase[phases.SNAPSHOT] = 0
     # Optional route columns: shipped to Python only where the snapshot or a step gives them.
     steps = [step for run in runs for step in run.steps]
     languages = "consumers.language" in snapshot.given or any(
@@ -141,13 +176,17 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
     group_routes = routes.group_routes(
         clients,
         routes=topic_routes,
-        last_phase={s.name: s.last_phase for s in runs},
+        last_phase=last_phase,
         offsets=staged.offsets,
         stale_views=stale_views,
         masters=balancing,
         inflow=topic_inflow,
         drain_target_s=config.drain_target_s if capacities else None,
     )
+    if listed is not None:
+        group_routes = _marked_written(group_routes, listed)
+        if traffic is not None:
+            traffic = _written_traffic(traffic, listed)
     absent = {
         "backlogs": staged.offsets is None,
         "client_configs": staged.queue_config is None,
@@ -163,6 +202,7 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         "drain_target_s": not capacities,
         "designated_ips": not designation,
         "client_designated_aware": not designation,
+        "written": listed is None,
     }
     return Staged(
         group_routes,
@@ -175,7 +215,53 @@ def build_group_routes(spark: SparkSession | None, config: SimulateConfig) -> St
         absent=tuple(c for c, none in absent.items() if none),
         traffic=traffic,
         with_capacities=some_capacity,
+        touched=listed,
+        last_phases={s.name: s.last_phase for s in runs},
     )
+
+
+def _phase_keys(table: pa.Table, *columns: str) -> pa.ChunkedArray:
+    parts = [pc.cast(table[c], pa.string()) for c in columns]
+    return pc.binary_join_element_wise(*parts, "\x1f")
+
+
+def _written(table: pa.Table, listed: pa.Table, *columns: str) -> pa.ChunkedArray:
+    """Per row: phase 0's (scenario phases.SNAPSHOT), or of a (scenario, phase, ``columns``) that
+    ``listed`` (touched/) names."""
+    snapshot = pc.equal(table["scenario"], phases.SNAPSHOT)
+    named = pc.is_in(_phase_keys(table, *columns), value_set=pc.unique(_phase_keys(listed, *columns)))
+    return pc.or_(snapshot, named)
+
+
+def _marked_written(group_routes: pa.Table, listed: pa.Table) -> pa.Table:
+    """The routes with ``written`` set: the stage writes phase 0 once and a later phase's touched
+    groups; a scenario's phase 0 and its untouched groups are there for the phases that compare."""
+    written = _written(
+        group_routes, listed.filter(pc.is_valid(listed["group"])), "scenario", "phase", "group"
+    )
+    i = group_routes.schema.get_field_index("written")
+    return group_routes.set_column(i, group_routes.schema.field(i), written)
+
+
+def _written_traffic(traffic: inflow.Traffic, listed: pa.Table) -> inflow.Traffic:
+    """Queue traffic, unroutable rates and traffic rejects of phase 0 and the touched topics."""
+
+    def queues() -> pa.Table:
+        table = traffic.queue_traffic
+        return table.filter(_written(table, listed, "scenario", "phase", "topic"))
+
+    unroutable = traffic.unroutable.filter(_written(traffic.unroutable, listed, "scenario", "phase", "topic"))
+    rejects = traffic.rejects
+    if rejects.num_rows:  # a few populations: their keys are read back from the rows' JSON
+        keys = [json.loads(r) for r in rejects["row"].to_pylist()]
+        shown = pa.table(
+            {
+                c: pa.array([k[c] for k in keys], t)
+                for c, t in (("scenario", pa.string()), ("phase", pa.int32()), ("topic", pa.string()))
+            }
+        )
+        rejects = rejects.filter(_written(shown, listed, "scenario", "phase", "topic"))
+    return replace(traffic, unroutable=unroutable, rejects=rejects, build_queue_traffic=queues)
 
 
 def _traffic(
@@ -218,19 +304,52 @@ def stage_tables(built: Staged) -> tuple[str, ...]:
     return tuple(t for t in schemas.STAGE_TABLES if not left_out.get(t, False))
 
 
+@dataclass(frozen=True)
+class Swept:
+    """The sweeps' elements ranked by what each changes (rmqsim.impact), and the worst ones, whose
+    phases the run's other tables hold."""
+
+    changes: pa.Table
+    detail: tuple[parse.Scenario, ...]
+
+
+def sweep_elements(
+    spark: SparkSession, config: SimulateConfig, built: Staged, sweeps: tuple[parse.Sweep, ...]
+) -> Swept | None:
+    """Every element of every sweep through the stage at once, each cut to what it touches; its
+    rows back in the driver, summed per element, ranked. None without sweeps."""
+    if not sweeps:
+        return None
+    found = sweep_scenarios.expand(sweeps, built.checked)
+    every = tuple(s for scenarios in found.values() for s in scenarios)
+    names = {sweep: [s.name for s in scenarios] for sweep, scenarios in found.items()}
+    elements = build_group_routes(spark, config, every, prepared=built, elements=True)
+    rows = impact.collected(spark, stage_input(spark, elements, config), impact.COLLECTED)
+    strategies = sorted(pc.unique(rows["group_metrics"]["strategy"]).to_pylist())
+    unroutable = None if elements.traffic is None else elements.traffic.unroutable
+    ranked, chosen = impact.ranked(impact.changes(names, rows, strategies, unroutable), config.sweep_detail)
+    log.info("simulate: %d sweep elements, %d of them detailed", len(every), len(chosen))
+    return Swept(ranked, tuple(s for s in every if s.name in chosen))
+
+
 def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
     """The whole job; ``built``: build_group_routes(None, config), where the caller built the routes
     before the session was up."""
     log.info("simulate: %s", config.describe())
     sink = open_sink(spark, config.out, mode=config.mode, kind=config.sink)
+    found = load_file(config)
     built = built or build_group_routes(spark, config)
     try:
+        swept = sweep_elements(spark, config, built, found.sweeps)
+        if swept is not None and swept.detail:
+            runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
+            built = build_group_routes(spark, config, runs, prepared=built)
         # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
         with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
             written = pool.submit(_write_queue_traffic, sink, built.traffic)
             sink.run_stage(stage_input(spark, built, config), stage_tables(built))
             written.result()
-        result = write_rollups(sink, built)
+        result = write_rollups(sink, built, swept)
         sink.publish()
     except BaseException:
         sink.abandon()
@@ -244,30 +363,49 @@ def _write_queue_traffic(sink: Sink, traffic: inflow.Traffic | None) -> None:
         sink.write("queue_traffic", traffic.queue_traffic)
 
 
-def write_rollups(sink: Sink, built: Staged) -> RunResult:
+def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunResult:
     """The tables the driver computes from the stage's (rmqsim.rollups), and the rejects and the
-    reconciliation, written; what simulate prints of them."""
+    reconciliation, written; what simulate prints of them. Where later phases hold what changed,
+    the rollups see every phase whole (rmqsim.phases)."""
     traffic = built.traffic
-    group_metrics = sink.read("group_metrics")
-    consumer_load = sink.read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS)
-    behind = sink.read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None
-    summary = rollups.summary(
-        group_metrics, consumer_load, None if traffic is None else traffic.unroutable, behind
+
+    def read(name: str, columns: tuple[str, ...] = ()) -> pa.Table:
+        """Table ``name``'s ``columns`` (all: none given) with what the rebuild keys rows by."""
+        keys = [c for c in phases.KEYS[name] if columns and c not in columns]
+        return sink.read(name, (*columns, *keys))
+
+    if built.touched is not None:
+        sink.write("touched", built.touched)
+    metrics_written = sink.read("group_metrics")
+    written = phase_rollups.Written(
+        metrics_written,
+        read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS),
+        read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
+        read("movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
+        None if traffic is None else traffic.unroutable,
     )
+    rolled = phase_rollups.rolled_up(
+        written, built.touched, built.last_phases, stale_views=built.with_stale_views
+    )
+    summary, comparison, advice, exposure = rolled.summary, rolled.comparison, rolled.recommendation, None
     sink.write("summary", summary)
-    comparison = advice = exposure = None
+    sweep = None
+    if swept is not None:
+        at_0 = summary.filter(pc.equal(summary["phase"], 0))
+        at_0 = at_0.filter(pc.equal(at_0["scenario"], at_0["scenario"][0])) if at_0.num_rows else at_0
+        sweep = impact.finished(swept.changes, at_0)
+        sink.write("sweep", sweep)
     if built.with_movement:
-        moves = sink.read("movement", rollups.MOVEMENT_COLUMNS)
-        comparison = rollups.comparison(summary, moves)
         sink.write("comparison", comparison)
-        advice = rollups.recommendation(group_metrics, rollups.group_load(consumer_load), moves)
         sink.write("recommendation", advice)
         if built.with_stale_views:
-            brain = rollups.split_brain(group_metrics)
-            sink.write("split_brain", brain)
-            exposure = rollups.exposure(brain)
+            sink.write("split_brain", rolled.split_brain)
+            exposure = rolled.exposure
             sink.write("exposure", exposure)
-    not_simulated = rollups.allocation_rejects(built.group_routes, group_metrics)
+    routes_written = built.group_routes
+    if built.touched is not None:
+        routes_written = routes_written.filter(routes_written["written"])
+    not_simulated = rollups.allocation_rejects(routes_written, metrics_written)
     unroutable = [] if traffic is None else [traffic.rejects.cast(built.rejects.schema)]
     sink.write(
         "rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema), *unroutable])
@@ -281,6 +419,7 @@ def write_rollups(sink: Sink, built: Staged) -> RunResult:
         sorted(_rows(advice), key=lambda r: r["group"]),
         _rows(exposure),
         sorted(counted.to_pylist(), key=lambda r: reconcile.TABLES.index(r["table"])),
+        _rows(sweep),
     )
 
 

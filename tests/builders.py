@@ -130,6 +130,7 @@ def route(
         "designated_ips": None if designated_ips is None else list(designated_ips),
         "client_designated_aware": None if client_designated_aware is None else list(client_designated_aware),
         "drain_target_s": drain_target_s,
+        "written": None,
     }
 
 

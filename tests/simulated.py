@@ -9,8 +9,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from rmqsim import simulate
+from rmqsim import phases, schemas, simulate
 from rmqsim.config import SimulateConfig
+from rmqsim.reporting import results
 from tests.builders import make_snapshot
 
 
@@ -21,10 +22,25 @@ class Run:
     result: simulate.RunResult
 
     def table(self, name: str) -> DataFrame:
-        return self.spark.read.parquet(str(self.out / name))
+        """Table ``name``, every phase whole (later phases rebuilt from phase 0 and touched/)."""
+        return whole(self.spark, self.out, name)
 
     def rows(self, name: str, where: str = "true") -> list[Row]:
         return self.table(name).where(where).collect()
+
+
+def whole(spark: SparkSession, out: str | Path, name: str) -> DataFrame:
+    """Table ``name`` of a run, every phase of every scenario whole: later phases rebuilt from
+    phase 0 and touched/ (docs/CONTRACT.md, section 4), as --full-phases writes them."""
+    touched = results.load_touched(out)
+    if touched is not None and name in (*phases.PHASED_TABLES, "rejects"):
+        if name == "rejects":
+            last = phases.last_phases(results.load_table_arrow(out, "summary", ["scenario", "phase"]))
+            table = phases.full_rejects(results.load_table_arrow(out, "rejects"), touched, last)
+        else:
+            table = results.phase_table(out, name)
+        return spark.createDataFrame(table.to_pandas(), schema=schemas.OUTPUTS[name].schema)
+    return spark.read.parquet(str(Path(out) / name))
 
 
 def simulated(

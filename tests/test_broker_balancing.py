@@ -22,6 +22,7 @@ from rmqsim.snapshot.load import load_snapshot
 from rmqsim.strategies.broker import ANSWERS_NULL
 from tests.builders import Staged, broker_rows, consumer_rows, make_snapshot, queue_rows, route, staged
 from tests.conformance import records
+from tests.simulated import whole
 
 BROKER = {"rebalance": "BROKER", "pop": False, "pop_share_queue_num": -1, "consume_orderly": False}
 POP_SHARE_1 = {**BROKER, "pop": True, "pop_share_queue_num": 1}
@@ -156,13 +157,12 @@ def test_unknown_rebalance_and_request_mode_are_rejected_and_the_others_run(spar
     out = str(tmp_path / "out")
     simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
     rejects = {
-        (r.source, json.loads(r.row)["group"]): r.reason
-        for r in spark.read.parquet(f"{out}/rejects").collect()
+        (r.source, json.loads(r.row)["group"]): r.reason for r in whole(spark, out, "rejects").collect()
     }
     assert rejects[("groups", "g1")] == "unknown rebalance 'server': expected client, broker or proxy"
     assert rejects[("groups", "g2")] == "unknown request_mode 'PUSH': expected PULL or POP"
     assert ("consumers", "g1") in rejects and ("consumers", "g2") in rejects
-    got = spark.read.parquet(f"{out}/assignments").collect()
+    got = whole(spark, out, "assignments").collect()
     assert {(r.group, r.broker_name, r.queue_id, r.computed_by) for r in got} == {
         ("g3", "b", -1, "broker POP")
     }
@@ -235,9 +235,7 @@ def test_broker_records_round_trip_through_spark(spark, tmp_path, sink) -> None:
     )
     out = str(tmp_path / "out")
     simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=out, strategies=None))
-    got = spark.read.parquet(f"{out}/assignments").select(
-        "topic", "group", "client_id", "broker_name", "queue_id"
-    )
+    got = whole(spark, out, "assignments").select("topic", "group", "client_id", "broker_name", "queue_id")
     want = spark.createDataFrame(
         sorted(expected), "topic string, group string, client_id string, broker_name string, queue_id int"
     )
@@ -278,13 +276,13 @@ def test_set_rebalance_and_a_go_client_joining_through_scenarios(spark, tmp_path
     )
     metrics = {
         (r.scenario, r.phase, r.group): r
-        for r in spark.read.parquet(str(out / "group_metrics")).where("topic = 't'").collect()
+        for r in whole(spark, out, "group_metrics").where("topic = 't'").collect()
     }
     before, after = metrics[("idle-to-pop", 0, "g")], metrics[("idle-to-pop", 1, "g")]
     assert (before.idle_consumers, after.idle_consumers) == (2, 0)
     assert (after.shared_queues, after.multi_owned_queues, after.unassigned_queues) == (2, 0, 0)
     [moved] = (
-        spark.read.parquet(str(out / "movement"))
+        whole(spark, out, "movement")
         .where("scenario = 'idle-to-pop' AND `group` = 'g' AND from_phase = 0 AND to_phase = 1")
         .collect()
     )
@@ -293,7 +291,7 @@ def test_set_rebalance_and_a_go_client_joining_through_scenarios(spark, tmp_path
     # share its own ring gives it (both rings spelt out below, independently of rmqsim).
     got = {
         (r.client_id, r.queue_id, r.computed_by)
-        for r in spark.read.parquet(str(out / "assignments"))
+        for r in whole(spark, out, "assignments")
         .where("scenario = 'go-joins' AND phase = 1 AND `group` = 'h'")
         .collect()
     }
@@ -409,15 +407,15 @@ def test_a_proxy_group_through_spark_with_a_slave_only_broker(spark, tmp_path, s
     )
     out = tmp_path / "out"
     simulate.run(spark, SimulateConfig(sink=sink, snapshot=snapshot, out=str(out), strategies=None))
-    metrics = {r.topic: r for r in spark.read.parquet(str(out / "group_metrics")).collect()}
+    metrics = {r.topic: r for r in whole(spark, out, "group_metrics").collect()}
     assert metrics["t"].unassigned_queues == 4 and "broker 'broker-b'" in metrics["t"].error
     assert (metrics["u"].shared_queues, metrics["u"].error) == (2, None)  # u lives on broker-a only
     got = {
         (r.topic, r.client_id, r.broker_name, r.queue_id, r.computed_by)
-        for r in spark.read.parquet(str(out / "assignments")).collect()
+        for r in whole(spark, out, "assignments").collect()
     }
     assert got == {("u", c, "broker-a", -1, "proxy") for c in ("c0", "c1")}
-    assert spark.read.parquet(str(out / "rejects")).count() == 0
+    assert whole(spark, out, "rejects").count() == 0
 
 
 def test_a_group_with_idle_clients_is_told_what_pop_would_give() -> None:

@@ -64,7 +64,7 @@ def plain_run(spark, tmp_path_factory) -> Path:
 
 
 def _load(run: Path) -> pd.DataFrame:
-    load = pq.read_table(run / "consumer_load").to_pandas()
+    load = results.phase_table(run, "consumer_load").to_pandas()  # every phase whole
     return load.astype({"scenario": str, "strategy": str, "over_capacity": "boolean"})
 
 

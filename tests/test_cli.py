@@ -148,8 +148,16 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     )
     for scenario in scenarios:
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
+    # The bundled sweeps: every broker and room of the sample (5 brokers, rooms hz-a and hz-b),
+    # each sweep's worst elements printed first; the worst 3 per strategy have their phases.
+    assert "sweep broker-loss: the worst 3 of 5 elements" in lines
+    assert "sweep room-loss: the worst 2 of 2 elements" in lines
     comparison = pq.read_table(out / "comparison").to_pandas()
-    assert set(comparison.scenario) == set(scenarios)
+    elements = comparison.scenario.str.contains("/")
+    assert set(comparison.scenario[~elements]) == set(scenarios)
+    sweep = pq.read_table(out / "sweep").to_pandas()
+    assert set(comparison.scenario[elements]) == set((sweep.sweep + "/" + sweep.element)[sweep.detailed])
+    comparison = comparison[~elements]
     # Left out: a stale view, clients of two libraries, POP and a half-done designation, which all
     # leave queues read twice.
     unsettled = [
@@ -250,8 +258,11 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     # With capacities, each client's messages against its capacity: one chart per scenario.
     kinds = {p.name.split("_")[0] for p in pngs}
     capacity = {p.name for p in pngs if p.name.startswith("capacity_")}
-    assert capacity == {f"capacity_{n}.png" for n in scenarios}
-    assert len(pngs) == 4 + len(capacity) and kinds == {"moved", "load", "messages", "stranded", "capacity"}
+    detailed = sweep[sweep.detailed]
+    charted = [*scenarios, *(detailed.sweep + "_" + detailed.element.str.replace("@", "_"))]
+    assert capacity == {f"capacity_{n}.png" for n in charted}
+    assert len(pngs) == 5 + len(capacity)
+    assert kinds == {"moved", "load", "messages", "stranded", "capacity", "sweep"}
 
 
 def test_the_session_starts_in_its_own_thread_and_its_failure_reaches_the_caller() -> None:

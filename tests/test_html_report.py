@@ -18,6 +18,7 @@ import yaml
 from rmqsim.cli import main
 from rmqsim.reporting import html as html_report
 from rmqsim.reporting import results
+from rmqsim.reporting.charts import _safe as safe
 from rmqsim.strategies import STRATEGIES
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -122,8 +123,10 @@ def test_report_has_the_run_tables_and_its_charts(page, sample_run) -> None:
     # group's messages per client and the messages stranded per scenario too; with capacities,
     # each scenario's messages per client against capacity.
     charts = sample_run / "charts"
-    capacity = [charts / f"capacity_{name}.png" for name in _scenarios_with_capacities(sample_run)]
-    assert len(images) == (4 if traffic else 2) + len(capacity) and all(png.startswith(PNG) for png in images)
+    capacity = [charts / f"capacity_{safe(name)}.png" for name in _scenarios_with_capacities(sample_run)]
+    # The sample's sweeps: their worst elements charted first.
+    assert (charts / "sweep_worst_elements.png").read_bytes() in images
+    assert len(images) == (5 if traffic else 3) + len(capacity) and all(png.startswith(PNG) for png in images)
     assert (charts / "moved_per_strategy.png").read_bytes() in images
     if traffic:
         assert (charts / "stranded_per_scenario.png").read_bytes() in images
@@ -192,7 +195,7 @@ def test_the_groups_that_fall_behind_are_those_with_a_client_over_capacity(page,
 
 
 def _consumer_load(run: Path) -> pd.DataFrame:
-    load = pq.read_table(run / "consumer_load").to_pandas()
+    load = results.phase_table(run, "consumer_load").to_pandas()  # every phase whole
     return load.astype({"scenario": str, "strategy": str})
 
 

@@ -106,7 +106,7 @@ def test_every_table_is_written_with_its_declared_schema(spark, tmp_path, sink) 
     )
     written = sorted(p.name for p in run.out.iterdir())
     assert written == ["assignments", "comparison", "consumer_load", "group_metrics", "movement",
-                       "recommendation", "reconciliation", "rejects", "summary"]  # fmt: skip
+                       "recommendation", "reconciliation", "rejects", "summary", "touched"]  # fmt: skip
     for name in written:
         table = schemas.OUTPUTS[name]
         declared = schemas.arrow(table.schema)

@@ -10,7 +10,7 @@ from rmqsim.errors import InputError
 from rmqsim.scenarios import names, parse
 from rmqsim.stage.batches import OPTIONAL
 from tests.builders import make_snapshot, queue_rows
-from tests.simulated import simulated
+from tests.simulated import simulated, whole
 
 BROKERS = [
     {"broker_name": b, "broker_id": 0, "machine_room": "hz-a", "alive": True}
@@ -59,16 +59,12 @@ scenarios:
 
 
 def _owners(spark, out: str, phase: int, strategy: str = "AVG") -> dict[tuple[str, int], str]:
-    rows = (
-        spark.read.parquet(f"{out}/assignments")
-        .where(f"phase = {phase} and strategy = '{strategy}'")
-        .collect()
-    )
+    rows = whole(spark, out, "assignments").where(f"phase = {phase} and strategy = '{strategy}'").collect()
     return {(r.broker_name, r.queue_id): r.client_id for r in rows}
 
 
 def _movement(spark, out: str) -> dict[tuple[int, int], object]:
-    return {(r.from_phase, r.to_phase): r for r in spark.read.parquet(f"{out}/movement").collect()}
+    return {(r.from_phase, r.to_phase): r for r in whole(spark, out, "movement").collect()}
 
 
 def test_shrinking_write_queues_first_moves_nothing_and_read_queues_then_move(spark, tmp_path, sink) -> None:
@@ -115,19 +111,19 @@ def test_broker_down_and_up_with_a_consumer_joining(spark, tmp_path, sink) -> No
     )
     # Phase 1 (a down), AVG over b0-b3 with c1 c2: c1 b0 b1, c2 b2 b3: b0 b1 move from c2 to c1.
     assert _owners(spark, out, 1) == {("broker-b", q): ("c1" if q < 2 else "c2") for q in range(4)}
-    rows = spark.read.parquet(f"{out}/movement").where("strategy = 'AVG'").collect()
+    rows = whole(spark, out, "movement").where("strategy = 'AVG'").collect()
     m = {(r.from_phase, r.to_phase): r for r in rows}
     assert (m[(0, 1)].moved, m[(0, 1)].min_moves, m[(0, 1)].moved_backlog) == (2, 2, 1 + 10)
     # Backlog skew: phase 0, c2 holds all of broker-b's 1 + 10 + 100 + 1000; phase 1, c1 b0 b1.
-    [g0] = spark.read.parquet(f"{out}/group_metrics").where("phase = 0 and strategy = 'AVG'").collect()
+    [g0] = whole(spark, out, "group_metrics").where("phase = 0 and strategy = 'AVG'").collect()
     assert (g0.backlog, g0.min_backlog, g0.max_backlog, g0.mean_backlog) == (1111, 0, 1111, 555.5)
-    load = spark.read.parquet(f"{out}/consumer_load").where("phase = 1 and strategy = 'AVG'").collect()
+    load = whole(spark, out, "consumer_load").where("phase = 1 and strategy = 'AVG'").collect()
     assert {r.client_id: r.backlog for r in load} == {"c1": 11, "c2": 1100}
     assert (m[(1, 2)].moved, m[(2, 3)].consumers_after) == (2, 3)
     # Phase 3: c3 joins, 8 queues: c1 a0 a1 a2, c2 a3 b0 b1, c3 b2 b3: a3, b2 and b3 move.
     # A 3-3-2 split keeping c1's a0-a2 and c2's b0-b2 would move 2.
     assert (m[(2, 3)].moved, m[(2, 3)].min_moves, m[(0, 3)].moved) == (3, 2, 3)
-    assert sorted({r.strategy for r in spark.read.parquet(f"{out}/movement").collect()}) == [
+    assert sorted({r.strategy for r in whole(spark, out, "movement").collect()}) == [
         "AVG",
         "AVG_BY_CIRCLE",
     ]
@@ -144,7 +140,7 @@ def test_recommendation_weighs_balance_then_moves(spark, tmp_path, sink) -> None
     # All three end 3-3-2 after c3 joins (max/mean 3 / (8/3) = 1.125). Moved over the steps: AVG
     # 2 + 2 + 3 = 7; AVG_BY_CIRCLE 0 + 0 + 4 (b0..b3 keep their owners while a is down); STICKY
     # 2 + 0 + 2. Tied on balance and moves, the name decides: AVG_BY_CIRCLE.
-    [r] = spark.read.parquet(f"{out}/recommendation").collect()
+    [r] = whole(spark, out, "recommendation").collect()
     assert (r.best_balance, r.best_max_over_mean, r.fewest_moves, r.fewest_moved) == (
         "AVG_BY_CIRCLE",
         1.125,
@@ -168,7 +164,7 @@ scenarios:
         strategies=None,
     )
     # AVG: c1 a0-a3, c2 b0-b3; circle: c1 a0 a2 b0 b2, c2 a1 a3 b1 b3: 4 of 8 move, the fewest is 0.
-    [m] = spark.read.parquet(f"{out}/movement").collect()
+    [m] = whole(spark, out, "movement").collect()
     assert (m.strategy, m.moved, m.min_moves) == ("AVG_BY_CIRCLE", 4, 0)
 
 

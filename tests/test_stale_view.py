@@ -23,7 +23,7 @@ from rmqsim.scenarios import apply, names, parse
 from rmqsim.sink import KINDS as SINKS
 from rmqsim.snapshot.load import load_snapshot
 from tests.builders import make_snapshot, queue_rows
-from tests.simulated import simulated
+from tests.simulated import simulated, whole
 
 SCENARIOS = """
 scenarios:
@@ -82,7 +82,7 @@ def run(spark, tmp_path_factory, request):
 
 
 def _metrics(spark, out: str) -> dict[tuple, tuple]:
-    rows = spark.read.parquet(f"{out}/group_metrics").where("scenario = 'join' AND group = 'g'").collect()
+    rows = whole(spark, out, "group_metrics").where("scenario = 'join' AND group = 'g'").collect()
     return {
         (r.strategy, r.phase): (
             r.stale_clients,
@@ -97,7 +97,7 @@ def _metrics(spark, out: str) -> dict[tuple, tuple]:
 
 def _owned(spark, out: str, scenario: str, phase: int, strategy: str, client: str) -> list[tuple[str, int]]:
     rows = (
-        spark.read.parquet(f"{out}/assignments")
+        whole(spark, out, "assignments")
         .where(
             (F.col("scenario") == scenario)
             & (F.col("phase") == phase)
@@ -123,7 +123,7 @@ def test_one_stale_client_after_a_join_doubles_and_strands_queues_as_worked_by_h
 
 def test_the_split_brain_table_and_exposure_rank_avg_by_circle_as_more_exposed(spark, run) -> None:
     out, result = run
-    rows = spark.read.parquet(f"{out}/split_brain").collect()
+    rows = whole(spark, out, "split_brain").collect()
     # Only the stale phase of each scenario, and only the groups with a stale client: not the
     # BROADCASTING group k, whose stale client reads what everyone reads.
     assert {(r.scenario, r.phase, r.strategy, r.group) for r in rows} == {
@@ -141,7 +141,7 @@ def test_the_split_brain_table_and_exposure_rank_avg_by_circle_as_more_exposed(s
 def test_movement_into_the_stale_phase_counts_queues_gaining_or_losing_an_owner(spark, run) -> None:
     out, _ = run
     rows = (
-        spark.read.parquet(f"{out}/movement")
+        whole(spark, out, "movement")
         .where("scenario = 'join' AND group = 'g' AND from_phase = 1 AND to_phase = 2")
         .collect()
     )
@@ -157,7 +157,7 @@ def test_a_stale_client_keeps_reading_a_queue_of_a_broker_that_went_down(spark, 
     out, _ = run
     assert _owned(spark, out, "down", 2, "AVG_BY_CIRCLE", "x") == [("ua", 0), ("ub", 0)]
     assert _owned(spark, out, "down", 2, "AVG", "x") == [("ua", 0), ("ua", 1)]
-    rows = spark.read.parquet(f"{out}/group_metrics").where("scenario = 'down' AND phase = 2 AND group = 'h'")
+    rows = whole(spark, out, "group_metrics").where("scenario = 'down' AND phase = 2 AND group = 'h'")
     got = {r.strategy: (r.multi_owned_queues, r.unassigned_queues) for r in rows.collect()}
     assert got == {"AVG": (1, 0), "AVG_BY_CIRCLE": (0, 0)}
 
@@ -172,7 +172,7 @@ def test_every_strategy_gives_stale_clients_their_old_share_and_the_others_today
         spark, tmp_path, sink=sink, snapshot=_snapshot(tmp_path), scenarios=SCENARIOS, strategies=strategies
     )
     out_all = str(done.out)
-    a = spark.read.parquet(f"{out_all}/assignments").where("scenario = 'join'").collect()
+    a = whole(spark, out_all, "assignments").where("scenario = 'join'").collect()
     owned: dict[tuple, set] = {}
     for r in a:
         owned.setdefault((r.strategy, r.phase, r.client_id), set()).add(r.queue_id)

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rmqsim.reporting import results
+from rmqsim.reporting import results, text
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class Charts:
     stranded: Path | None = None
     # With capacities (section 2d): per scenario, its clients' messages against their capacity.
     capacity: tuple[tuple[str, Path], ...] = ()
+    # With sweeps (section 2f): each sweep's worst elements.
+    sweep: Path | None = None
 
 
 def _panels(count: int, height: float) -> tuple[Figure, list[Axes]]:
@@ -251,6 +253,29 @@ def exposure_figure(exposure: pd.DataFrame) -> Figure:
     return fig
 
 
+SWEEP_ELEMENTS = 10  # elements per sweep chart, the worst first
+
+
+def sweep_figure(sweep: pd.DataFrame) -> Figure:
+    """Per sweep, its worst elements (text.worst_elements): each one's lag growth and messages
+    stranded or unroutable, over every strategy run, the worst element on top."""
+    worst = text.worst_elements(sweep.to_dict("records"), SWEEP_ELEMENTS)
+    fig, axes = _panels(len(worst), 0.4 * SWEEP_ELEMENTS + 1.2)
+    for ax, (name, elements) in zip(axes, worst.items()):
+        labels = [e["element"] for e in elements][::-1]
+        y = range(len(labels))
+        growth = [e["lag_growth_msgs_per_s"] or 0.0 for e in elements][::-1]
+        lost = [e["lost_msgs_per_s"] or 0.0 for e in elements][::-1]
+        ax.barh([i + 0.2 for i in y], growth, height=0.4, label="lag growth")
+        ax.barh([i - 0.2 for i in y], lost, height=0.4, label="stranded or unroutable")
+        ax.set_yticks(list(y), labels, fontsize=8)
+        ax.set_xlabel("messages per second (the worst strategy's)")
+        ax.legend(fontsize=8)
+        ax.set_title(f"sweep {name}: the worst elements, by mean rank over the strategies", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
@@ -266,8 +291,11 @@ def write_charts(run: str, *, group: str | None = None, scenario: str | None = N
     tables = results.load_run(run)
     out = tables.path / "charts"
     out.mkdir(exist_ok=True)
+    swept = None
+    if tables.sweep is not None and not tables.sweep.empty:
+        swept = _save(sweep_figure(tables.sweep), out / "sweep_worst_elements.png")
     if tables.comparison is None or tables.comparison.empty:
-        return Charts(None, None, None, None)  # a run without scenarios has nothing moving
+        return Charts(None, None, None, None, sweep=swept)  # a run without scenarios has nothing moving
     moved = _save(moved_figure(tables.comparison), out / "moved_per_strategy.png")
     chosen = results.focus(tables, scenario=scenario, group=group)
     load = results.group_load(
@@ -283,7 +311,7 @@ def write_charts(run: str, *, group: str | None = None, scenario: str | None = N
         messages = _save(load_figure(load, **where, value="msgs_per_s"), out / f"messages_{name}")
         stranded = _save(stranded_figure(tables.comparison), out / "stranded_per_scenario.png")
     capacity = _capacity_charts(tables, out)
-    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded, capacity)
+    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded, capacity, swept)
 
 
 # Groups per capacity chart: a fleet can have thousands with capacities; the worst are shown.

@@ -258,6 +258,29 @@ def overview_html(run: results.Run) -> list[str]:
     return parts
 
 
+SWEEP_ROWS = 10  # elements per sweep in the page's table
+
+
+def sweep_html(run: results.Run) -> list[str]:
+    """With sweeps, first: per sweep its worst elements (text.worst_elements), ranked."""
+    if run.sweep is None or run.sweep.empty:
+        return []
+    rows = run.sweep.to_dict("records")
+    parts = ["<h2>Which single failure hurts most: each sweep's worst elements</h2>"]
+    counts = run.sweep.groupby("sweep").element.nunique()
+    for name, elements in text.worst_elements(rows, SWEEP_ROWS).items():
+        parts.append(
+            f"<h3>sweep {escape(name)}: the worst {len(elements)} of {int(counts[name])} elements</h3>"
+        )
+        parts.append(table_html(elements, text.SWEEP_COLUMNS))
+    parts.append(
+        '<p class="note">Mean rank over the strategies run (1: the worst element of the sweep for a '
+        "strategy, by lag growth, then messages stranded or unroutable, then queues unread); each "
+        "figure the worst strategy's. Every element and strategy is in sweep/.</p>"
+    )
+    return parts
+
+
 def falling_behind_html(run: results.Run, capacity: Mapping[str, tuple[str, bytes]]) -> list[str]:
     """falling_behind/: its phase 0 rows once (every scenario starts from the same snapshot), then
     per scenario its rows after a step and its capacity chart (``capacity``: caption, PNG)."""
@@ -301,7 +324,7 @@ def render(
     comparison; the groups that fall behind with ``capacity`` (per scenario, its capacity chart's
     caption and PNG), the recommendation and the split-brain exposure, then ``images``
     (caption, PNG bytes)."""
-    parts = [f"<h1>rmqsim run {escape(str(run.path))}</h1>", *overview_html(run)]
+    parts = [f"<h1>rmqsim run {escape(str(run.path))}</h1>", *overview_html(run), *sweep_html(run)]
     summary = results.snapshot_summary(run)
     if run.comparison is not None:
         parts += ["<h2>The snapshot (phase 0)</h2>", *parts_html(_records(summary), SUMMARY_PARTS)]
@@ -339,6 +362,10 @@ def render(
 def chart_images(charts: Charts) -> list[tuple[str, bytes]]:
     """The PNGs `rmqsim report` wrote, with their captions, but the capacity charts (capacity_images)."""
     images = []
+    if charts.sweep is not None:
+        images.append(
+            ("Each sweep's worst elements: which single failure hurts most", charts.sweep.read_bytes())
+        )
     if charts.moved is not None:
         images.append(("Queues moved per strategy, beside the fewest possible", charts.moved.read_bytes()))
     if charts.load is not None:

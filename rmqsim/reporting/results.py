@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from rmqsim import phases as phased
 from rmqsim import schemas
 from rmqsim.errors import InputError
 from rmqsim.sink.directory import RUN_MARK
@@ -43,6 +44,10 @@ def _pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_NULLABLE.get)
 
 
+def _optional_pandas(table: pa.Table | None) -> pd.DataFrame | None:
+    return None if table is None else _pandas(table)
+
+
 # The partition keys are names: inferred, scenario=07 would be the integer 7.
 _PARTITIONING = ds.partitioning(
     pa.schema([("scenario", pa.string()), ("strategy", pa.string())]), flavor="hive"
@@ -57,6 +62,52 @@ def _dataset(run: str | Path, name: str) -> ds.Dataset | None:
         return None
     schema = schemas.arrow(schemas.OUTPUTS[name].schema) if name in schemas.OUTPUTS else None
     return ds.dataset(path, schema=schema, format="parquet", partitioning=_PARTITIONING)
+
+
+def phase_table(
+    run: str | Path,
+    name: str,
+    *,
+    scenario: str | None = None,
+    filter: ds.Expression | None = None,
+    columns: list[str] | None = None,
+    phases_wanted: Iterable[int] | None = None,
+) -> pa.Table | None:
+    """Table ``name`` (one of rmqsim.phases.PHASED_TABLES) with every phase whole: a run that wrote
+    only what later phases changed is rebuilt from phase 0 and touched/ (docs/CONTRACT.md, section
+    4). ``scenario``: its rows alone; ``filter``: on other columns than scenario and the phase;
+    ``phases_wanted``: these phases (to_phase for movement). None where the table is absent."""
+    dataset = _dataset(run, name)
+    if dataset is None:
+        return None
+    at = "to_phase" if name == "movement" else "phase"
+    touched = load_touched(run)
+    keys = {"scenario", at, "from_phase"} & set(dataset.schema.names) | set(phased.KEYS[name])
+    read = None if columns is None else sorted(set(columns) | keys)
+    mine = ds.field("scenario") == scenario if scenario is not None else None
+    if touched is not None and mine is not None:
+        mine = mine | ((ds.field("scenario") == phased.SNAPSHOT) & (ds.field(at) == 0))
+    where = mine if filter is None else (filter if mine is None else mine & filter)
+    rows = dataset.to_table(filter=where, columns=read)
+    if touched is not None:
+        if scenario is not None:
+            touched = touched.filter(pc.equal(touched["scenario"], scenario))
+        last = phased.last_phases(load_table_arrow(run, "summary", ["scenario", "phase"]))
+        only = None if scenario is None else (scenario,)
+        rows = phased.full(name, rows, touched, last, scenarios=only)
+    if phases_wanted is not None:
+        rows = rows.filter(pc.is_in(rows[at], value_set=pa.array(sorted(set(phases_wanted)), rows[at].type)))
+    return rows if columns is None else rows.select(columns)
+
+
+def load_touched(run: str | Path) -> pa.Table | None:
+    """touched/ of a run that wrote only what later phases changed; None for one written whole."""
+    return load_table_arrow(run, "touched")
+
+
+def load_table_arrow(run: str | Path, name: str, columns: list[str] | None = None) -> pa.Table | None:
+    dataset = _dataset(run, name)
+    return None if dataset is None else dataset.to_table(columns=columns)
 
 
 def require_run(run: str | Path) -> Path:
@@ -78,6 +129,8 @@ class Run:
     exposure: pd.DataFrame | None  # per (scenario, strategy), the most exposed first
     # Per (scenario, phase, strategy, group) behind; None: the run had no capacities (section 2d).
     falling_behind: pd.DataFrame | None = None
+    # Per (sweep, element, strategy), ranked; None: the run had no sweeps (section 2f).
+    sweep: pd.DataFrame | None = None
 
 
 def load_run(run: str | Path) -> Run:
@@ -90,7 +143,8 @@ def load_run(run: str | Path) -> Run:
         load_table(root, "comparison"),
         load_table(root, "recommendation"),
         _most_exposed_first(load_table(root, "exposure")),
-        load_table(root, "falling_behind"),
+        _optional_pandas(phase_table(root, "falling_behind")),
+        load_table(root, "sweep"),
     )
 
 
@@ -114,13 +168,13 @@ def _most_exposed_first(exposure: pd.DataFrame | None) -> pd.DataFrame | None:
 def moved_per_step(run: str | Path) -> pd.DataFrame | None:
     """Per (scenario, strategy, step): the queues that changed owner from phase step - 1 to step,
     and the fewest that could have. None for a run without scenarios."""
-    movement = _dataset(run, "movement")
+    movement = phase_table(
+        run, "movement", columns=["scenario", "strategy", "from_phase", "to_phase", "moved", "min_moves"]
+    )
     if movement is None:
         return None
-    steps = movement.to_table(
-        columns=["scenario", "strategy", "to_phase", "moved", "min_moves"],
-        filter=ds.field("to_phase") == ds.field("from_phase") + 1,
-    )
+    step = pc.equal(movement["to_phase"], pc.add(movement["from_phase"], 1))
+    steps = movement.filter(step).select(["scenario", "strategy", "to_phase", "moved", "min_moves"])
     summed = steps.group_by(["scenario", "strategy", "to_phase"]).aggregate(
         # min_moves is null for the step where any (topic, group) has none, as in comparison/.
         [("moved", "sum"), ("min_moves", "sum", pc.ScalarAggregateOptions(skip_nulls=False))]
@@ -165,10 +219,9 @@ def focus(run: Run, *, scenario: str | None = None, group: str | None = None) ->
 
 def _moved_per_group(run: Path, scenario: str) -> pd.Series:
     """Queues moved per group in ``scenario``, summed over strategies and phase pairs, by name."""
-    movement = _dataset(run, "movement")
-    if movement is None:
+    rows = phase_table(run, "movement", scenario=scenario, columns=["group", "moved"])
+    if rows is None:
         return pd.Series(dtype="int64")
-    rows = movement.to_table(columns=["group", "moved"], filter=ds.field("scenario") == scenario)
     summed = _pandas(rows.group_by("group").aggregate([("moved", "sum")]))
     # Sorted by name so that a tie goes to the first group, whatever order Arrow grouped in.
     return summed.set_index("group").moved_sum.sort_index()
@@ -176,15 +229,12 @@ def _moved_per_group(run: Path, scenario: str) -> pd.Series:
 
 def group_load(run: str | Path, *, scenario: str, group: str, phases: Iterable[int]) -> pd.DataFrame:
     """consumer_load of one group in one scenario at ``phases``: a client per row and strategy."""
-    where = (
-        (ds.field("scenario") == scenario)
-        & (ds.field("group") == group)
-        & ds.field("phase").isin(sorted(set(phases)))
+    load = phase_table(
+        run, "consumer_load", scenario=scenario, filter=ds.field("group") == group, phases_wanted=phases
     )
-    load = load_table(run, "consumer_load", filter=where)
     if load is None:
         raise InputError(str(run), "consumer_load", "missing: not a complete simulate output")
-    return load
+    return _pandas(load)
 
 
 # At most this many groups named per cell of the overview: a fleet can have thousands behind.
@@ -285,7 +335,9 @@ def capacity_groups(run: str | Path) -> pd.DataFrame | None:
     load = _dataset(run, "consumer_load")
     if load is None or "capacity_msgs_per_s" not in load.schema.names:
         return None
-    rows = load.to_table(
+    rows = phase_table(
+        run,
+        "consumer_load",
         columns=["scenario", "group", "over_capacity", "load_over_capacity"],
         filter=ds.field("capacity_msgs_per_s").is_valid(),
     )
@@ -306,11 +358,6 @@ def capacity_load(
     run: str | Path, *, scenario: str, groups: Iterable[str], phases: Iterable[int]
 ) -> pd.DataFrame:
     """consumer_load's messages and capacities of ``groups`` in ``scenario`` at ``phases``."""
-    where = (
-        (ds.field("scenario") == scenario)
-        & ds.field("group").isin(sorted(set(groups)))
-        & ds.field("phase").isin(sorted(set(phases)))
-    )
     columns = [
         "strategy",
         "phase",
@@ -320,7 +367,14 @@ def capacity_load(
         "capacity_msgs_per_s",
         "over_capacity",
     ]
-    load = load_table(run, "consumer_load", filter=where, columns=columns)
+    load = phase_table(
+        run,
+        "consumer_load",
+        scenario=scenario,
+        filter=ds.field("group").isin(sorted(set(groups))),
+        columns=columns,
+        phases_wanted=phases,
+    )
     if load is None:
         raise InputError(str(run), "consumer_load", "missing: not a complete simulate output")
-    return load
+    return _pandas(load)

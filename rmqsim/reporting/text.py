@@ -44,6 +44,7 @@ OPTIONAL = {
     "lag_growth_msgs_per_s_after",
     "clients_needed",
     "keeps_up",
+    "lost_msgs_per_s",
 }
 
 
@@ -215,3 +216,63 @@ def format_reconciliation(rows: Sequence[Mapping[str, object]]) -> str:
         f"{r['table']} {r['rows_read']} = {r['rows_used']} used + {r['rows_rejected']} rejected" for r in rows
     ]
     return "rows read: " + "; ".join(parts)
+
+
+SWEEP_COLUMNS = (
+    ("element", "element"),
+    ("mean_rank", "mean rank"),
+    ("lag_growth_msgs_per_s", "lag growth msgs/s"),
+    ("lost_msgs_per_s", "stranded+unroutable msgs/s"),
+    ("queues_unread", "queues unread"),
+    ("groups_changed", "groups changed"),
+    ("queues_moved", "queues moved"),
+)
+SWEEP_SHOWN = 3  # elements printed per sweep
+
+
+def worst_elements(rows: Sequence[Mapping[str, object]], shown: int = SWEEP_SHOWN) -> dict[str, list[dict]]:
+    """Per sweep, its ``shown`` worst elements over every strategy run: the lowest mean rank first
+    (then the name), with each figure's worst value over the strategies (most lag growth, messages
+    stranded or unroutable, queues unread, groups changed and queues moved)."""
+    by_element: dict[tuple[str, str], list[Mapping[str, object]]] = {}
+    for row in rows:
+        by_element.setdefault((str(row["sweep"]), str(row["element"])), []).append(row)
+    out: dict[str, list[dict]] = {}
+    for (sweep, element), of in by_element.items():
+
+        def most(column: str, of=of) -> object:
+            values = [r[column] for r in of if r.get(column) is not None]
+            return max(values) if values else None
+
+        lost = [
+            (r.get("stranded_msgs_per_s") or 0.0) + (r.get("unroutable_msgs_per_s") or 0.0)
+            for r in of
+            if r.get("stranded_msgs_per_s") is not None or r.get("unroutable_msgs_per_s") is not None
+        ]
+        out.setdefault(sweep, []).append(
+            {
+                "element": element,
+                "mean_rank": sum(int(r["rank"]) for r in of) / len(of),
+                "lag_growth_msgs_per_s": most("lag_growth_msgs_per_s"),
+                "lost_msgs_per_s": max(lost) if lost else None,
+                "queues_unread": most("queues_unread"),
+                "groups_changed": most("groups_changed"),
+                "queues_moved": most("queues_moved"),
+            }
+        )
+    return {
+        sweep: sorted(elements, key=lambda e: (e["mean_rank"], e["element"]))[:shown]
+        for sweep, elements in sorted(out.items())
+    }
+
+
+def format_sweep(rows: Sequence[Mapping[str, object]], shown: int = SWEEP_SHOWN) -> str:
+    """Per sweep, its worst elements (worst_elements): which single failure hurts most."""
+    counts: dict[str, set[str]] = {}
+    for row in rows:
+        counts.setdefault(str(row["sweep"]), set()).add(str(row["element"]))
+    blocks = []
+    for sweep, elements in worst_elements(rows, shown).items():
+        blocks.append(f"sweep {sweep}: the worst {len(elements)} of {len(counts[sweep])} elements")
+        blocks.append(format_table(elements, SWEEP_COLUMNS))
+    return "\n".join(blocks)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from rmqsim.errors import InputError
 from rmqsim.scenarios import parse as sc
+from rmqsim.scenarios import touched
 from rmqsim.scenarios.seeded import seeded_order
 from rmqsim.schemas import PHASE, PRODUCERS
 from rmqsim.snapshot.load import Snapshot, schemas_table
@@ -346,6 +347,27 @@ def _set_broker_latency(step: sc.SetBrokerLatency, tables: Snapshot) -> Snapshot
     return replace(tables, brokers=_with_column(brokers, "send_latency_ms", latency))
 
 
+def _crash(step: sc.Crash, tables: Snapshot) -> Snapshot:
+    """The clients stop: picked as consumers_leave picks them (the same ones for a seed), gone
+    from every topic of the group. Whether the TCP connection closed changes only the timing."""
+    leave = sc.ConsumersLeave(step.group, step.client_ids, step.count, step.seed)
+    return _consumers_leave(leave, tables)
+
+
+def _room_down(step: sc.RoomDown, tables: Snapshot) -> Snapshot:
+    """Every broker instance in the rooms goes down and every consumer row in them goes, all
+    groups; a null machine_room is in no room."""
+    brokers, consumers = tables.brokers, tables.consumers
+    down = _named(brokers["machine_room"], step.rooms)
+    alive = _when(down, pa.scalar(False, brokers.schema.field("alive").type), brokers["alive"])
+    in_rooms = pc.fill_null(_named(consumers["machine_room"], step.rooms), False)
+    return replace(
+        tables,
+        brokers=_with_column(brokers, "alive", alive),
+        consumers=consumers.filter(pc.invert(in_rooms)),
+    )
+
+
 APPLY: dict[type, Callable] = {
     sc.AddBrokers: _add_brokers,
     sc.RemoveBrokers: _remove_brokers,
@@ -359,6 +381,8 @@ APPLY: dict[type, Callable] = {
     sc.SetTraffic: _set_traffic,
     sc.SetBrokerLatency: _set_broker_latency,
     sc.Designate: _designate,
+    sc.Crash: _crash,
+    sc.RoomDown: _room_down,
 }
 
 
@@ -384,19 +408,40 @@ def phase_snapshots(tables: Snapshot, scenario: sc.Scenario) -> list[Snapshot]:
 
 def phased(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
     """Every phase of every scenario stacked into one snapshot keyed by (scenario, phase), those
-    two columns first. Offsets and CONFIG lists describe the fleet, not a phase: they stay.
+    two columns first: each phase whole (``simulate --full-phases``). Offsets and CONFIG lists
+    describe the fleet, not a phase: they stay.
 
     The key columns are not null where every phase's table names its own keys, and nullable in a
     table some of whose phases share one state."""
     if not scenarios:
         raise InputError("arguments", "--scenarios", "no scenario to run")
+    return _stack(tables, [(s.name, phase_snapshots(tables, s)) for s in scenarios])
+
+
+def phased_changes(
+    tables: Snapshot, scenarios: Sequence[sc.Scenario], *, snapshot_name: str | None
+) -> tuple[Snapshot, pa.Table]:
+    """Phase 0 once, whole, as scenario ``snapshot_name`` (None: left out); and each scenario's
+    phases cut to the (topic, group)s its steps touch (scenarios.touched), its phase 0 among them
+    (a later phase compares with it). With the touched table: what each later phase writes."""
+    runs = [] if snapshot_name is None else [(snapshot_name, [tables])]
+    listed = []
+    for scenario in scenarios:
+        cut = touched.restricted(phase_snapshots(tables, scenario), scenario)
+        runs.append((scenario.name, cut.phases))
+        listed.append(cut.touched)
+    return _stack(tables, runs), pa.concat_tables([touched.TOUCHED.empty_table(), *listed])
+
+
+def _stack(tables: Snapshot, runs: list[tuple[str, list[Snapshot]]]) -> Snapshot:
+    """``runs``' phases (scenario name, phase snapshots) stacked keyed by (scenario, phase)."""
     phased_tables = [t for t in PHASED if getattr(tables, t) is not None]
     shared: dict[str, dict[int, tuple[pa.Table, list[tuple[str, int]]]]] = {t: {} for t in phased_tables}
-    for scenario in scenarios:
-        for k, snap in enumerate(phase_snapshots(tables, scenario)):
-            for name, states in shared.items():
-                table = getattr(snap, name)
-                states.setdefault(id(table), (table, []))[1].append((scenario.name, k))
+    for name, snaps in runs:
+        for k, snap in enumerate(snaps):
+            for table_name, states in shared.items():
+                table = getattr(snap, table_name)
+                states.setdefault(id(table), (table, []))[1].append((name, k))
     return replace(tables, **{name: _stacked(list(states.values())) for name, states in shared.items()})
 
 
@@ -469,9 +514,12 @@ def with_left_subscriptions(client_lists: pa.Table, scenarios: Sequence[sc.Scena
 
     The subscription outlives its consumers on the brokers: its queues still fill and nobody
     reads them, which group_metrics must show (every queue unassigned) rather than drop the
-    group. Only groups a consumers_leave step names can lose every client."""
-    leaving = sorted({s.group for run in scenarios for s in run.steps if isinstance(s, sc.ConsumersLeave)})
-    if not leaving:
+    group. Only groups a consumers_leave or crash step names, or any group in a scenario with a
+    room_down, can lose every client."""
+    steps = [s for run in scenarios for s in run.steps]
+    leaving = sorted({s.group for s in steps if isinstance(s, (sc.ConsumersLeave, sc.Crash))})
+    rooms_down = any(isinstance(s, sc.RoomDown) for s in steps)  # any group may lose every client
+    if not leaving and not rooms_down:
         return client_lists
     key = [*PHASE, "topic", "group"]
     every_phase = pa.table(
@@ -482,7 +530,9 @@ def with_left_subscriptions(client_lists: pa.Table, scenarios: Sequence[sc.Scena
             "phase": pa.array([k for run in scenarios for k in range(run.last_phase + 1)], pa.int32()),
         }
     )
-    present = client_lists.filter(pc.is_in(client_lists["group"], value_set=pa.array(leaving))).select(key)
+    present = client_lists.select(key)
+    if not rooms_down:
+        present = present.filter(pc.is_in(present["group"], value_set=pa.array(leaving)))
     since = present.group_by(["scenario", "topic", "group"]).aggregate([("phase", "min")])
     left = (
         since.join(every_phase, "scenario", join_type="inner")

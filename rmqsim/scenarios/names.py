@@ -1,5 +1,6 @@
-"""What scenario steps refer to: every broker, topic, group and client a step names must exist at
-that point of its scenario, or the run stops with an InputError before the simulation starts.
+"""What scenario steps refer to: every broker, topic, group, client and machine room a step names
+must exist at that point of its scenario, or the run stops with an InputError before the
+simulation starts.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from rmqsim.scenarios.parse import (
     BrokerUp,
     ConsumersJoin,
     ConsumersLeave,
+    Crash,
     Designate,
     RemoveBrokers,
+    RoomDown,
     Scenario,
     SetBrokerLatency,
     SetQueueNums,
@@ -34,7 +37,7 @@ from rmqsim.snapshot.load import Snapshot
 
 def existing_names(tables: Snapshot, wanted: Referenced, counted: frozenset[str] = frozenset()) -> Referenced:
     """The names of ``wanted`` that the snapshot holds, and how many distinct clients each
-    ``counted`` group has."""
+    ``counted`` group has. A machine room is there if a broker or a consumer is in it."""
     consumers = tables.consumers
     groups = _found(consumers["group"], wanted.groups) | _found(tables.groups["group"], wanted.groups)
     clients: frozenset[tuple[str, str]] = frozenset()
@@ -59,6 +62,8 @@ def existing_names(tables: Snapshot, wanted: Referenced, counted: frozenset[str]
         groups=groups,
         clients=clients,
         sizes=sizes,
+        rooms=_found(tables.brokers["machine_room"], wanted.rooms)
+        | _found(consumers["machine_room"], wanted.rooms),
     )
 
 
@@ -80,6 +85,7 @@ class Referenced:
     clients: frozenset[tuple[str, str]]  # (group, client_id)
     # Clients per group, of the groups a ``count`` leave draws from (``counted_groups``).
     sizes: Mapping[str, int] = field(default_factory=dict, compare=False)
+    rooms: frozenset[str] = frozenset()  # machine rooms
 
 
 def referenced(scenarios: Iterable[Scenario]) -> Referenced:
@@ -87,25 +93,30 @@ def referenced(scenarios: Iterable[Scenario]) -> Referenced:
     topics: set[str] = set()
     groups: set[str] = set()
     clients: set[tuple[str, str]] = set()
+    rooms: set[str] = set()
     for scenario in scenarios:
         for step in scenario.steps:
+            if isinstance(step, RoomDown):
+                rooms.update(step.rooms)
             brokers.update(_listed(getattr(step, "names", None)) + _listed(getattr(step, "brokers", None)))
             topics.update(_listed(getattr(step, "topics", None)))
             group = getattr(step, "group", None)
             if group is not None and group != ALL:
                 groups.add(group)
-            if isinstance(step, (ConsumersJoin, ConsumersLeave, StaleView)) and step.client_ids:
+            if isinstance(step, (ConsumersJoin, ConsumersLeave, Crash, StaleView)) and step.client_ids:
                 clients.update((step.group, c) for c in step.client_ids)
-    return Referenced(frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients))
+    return Referenced(
+        frozenset(brokers), frozenset(topics), frozenset(groups), frozenset(clients), rooms=frozenset(rooms)
+    )
 
 
 def counted_groups(scenarios: Iterable[Scenario]) -> frozenset[str]:
-    """The groups a ``count`` leave draws from: their client counts are checked against it."""
+    """The groups a ``count`` leave or crash draws from: their client counts are checked against it."""
     return frozenset(
         step.group
         for scenario in scenarios
         for step in scenario.steps
-        if isinstance(step, ConsumersLeave) and step.count is not None
+        if isinstance(step, (ConsumersLeave, Crash)) and step.count is not None
     )
 
 
@@ -120,6 +131,7 @@ class _Names:
     groups: set[str]
     clients: set[tuple[str, str]]
     sizes: dict[str, int]  # clients per group, for the counted groups
+    rooms: set[str]  # machine rooms
 
 
 def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
@@ -133,6 +145,7 @@ def check_names(scenarios: Iterable[Scenario], existing: Referenced) -> None:
             set(existing.groups),
             set(existing.clients),
             dict(existing.sizes),
+            set(existing.rooms),
         )
         for k, step in enumerate(scenario.steps, 1):
             _CHECKS[type(step)](step, names, f"scenario '{scenario.name}', step {k}", KIND_OF[type(step)])
@@ -156,6 +169,8 @@ def _check_add(step: AddBrokers, names: _Names, where: str, kind: str) -> None:
     if step.topics != ALL:
         _require(names.topics, step.topics, where, f"{kind}.topics", "topic")
     names.brokers.update(step.names)
+    if step.machine_room is not None:
+        names.rooms.add(step.machine_room)
 
 
 def _check_remove(step: RemoveBrokers, names: _Names, where: str, kind: str) -> None:
@@ -187,9 +202,12 @@ def _check_join(step: ConsumersJoin, names: _Names, where: str, kind: str) -> No
     if step.group in names.sizes:
         names.sizes[step.group] += len(joining) if step.client_ids else step.count or 0
     names.clients.update(joining)
+    if step.machine_room is not None:
+        names.rooms.add(step.machine_room)
 
 
-def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> None:
+def _check_leave(step: ConsumersLeave | Crash, names: _Names, where: str, kind: str) -> None:
+    """A leave or crash: the group's named clients, or no more than its clients by count."""
     _require(names.groups, [step.group], where, f"{kind}.group", "group")
     if step.client_ids:
         wanted = [(step.group, c) for c in step.client_ids]
@@ -203,9 +221,15 @@ def _check_leave(step: ConsumersLeave, names: _Names, where: str, kind: str) -> 
         raise InputError(
             where,
             f"{kind}.count",
-            f"{leaving} clients cannot leave group '{step.group}': it has {clients} at this step",
+            f"{leaving} clients cannot {'crash in' if isinstance(step, Crash) else 'leave'} group "
+            f"'{step.group}': it has {clients} at this step",
         )
     names.sizes[step.group] = clients - leaving
+
+
+def _check_room_down(step: RoomDown, names: _Names, where: str, kind: str) -> None:
+    # Its clients go too, but which ones only the data knows: later count checks keep their sizes.
+    _require(names.rooms, step.rooms, where, f"{kind}.rooms", "machine room")
 
 
 def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
@@ -238,4 +262,6 @@ _CHECKS: dict[type, Callable] = {
     Designate: _check_designate,
     SetTraffic: _check_traffic,
     SetBrokerLatency: _check_brokers,
+    Crash: _check_leave,
+    RoomDown: _check_room_down,
 }

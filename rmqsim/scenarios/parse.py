@@ -3,6 +3,8 @@
 Nothing here touches Spark. ``parse`` checks a file's shape (step kinds, keys, types); ``check_names``
 then walks the steps against the names a snapshot holds, so that a step naming a broker, topic,
 group or client that does not exist at that point is an InputError before the simulation starts.
+``parse_file`` also returns the file's sweeps (section 2f), which ``sweeps`` expands against a
+snapshot into one-step scenarios.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from rmqsim.errors import InputError
 from rmqsim.schemas import LANGUAGES, MAX_FACTOR, MAX_RATE, MESSAGE_MODELS, REBALANCES, REQUEST_MODES
 
 ALL = "all"
+AFTER_S = 600.0  # seconds from the step before (T_0 = 0) to a step (docs/CONTRACT.md, section 2e)
+BASELINE = "baseline"  # phase 0 is written once under this name
 
 
 @dataclass(frozen=True)
@@ -29,21 +33,25 @@ class AddBrokers:
     read_queue_nums: int | None = None  # None: each topic's most common count
     write_queue_nums: int | None = None
     perm: int = 6
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
 class RemoveBrokers:
     names: tuple[str, ...]
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
 class BrokerDown:
     names: tuple[str, ...]
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
 class BrokerUp:
     names: tuple[str, ...]
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class SetQueueNums:
     brokers: tuple[str, ...] | str = ALL
     read_queue_nums: int | None = None  # None: unchanged
     write_queue_nums: int | None = None
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ class ConsumersJoin:
     machine_room: str | None = None
     seed: int = 0
     language: str | None = None  # the client library (consumers.language); None: JAVA
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,7 @@ class ConsumersLeave:
     client_ids: tuple[str, ...] | None = None
     count: int | None = None
     seed: int = 0
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class SetStrategy:
     consumer_idcs: tuple[str, ...] | None = None
     inner_strategy: str | None = None
     message_model: str | None = None
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,7 @@ class SetRebalance:
     rebalance: str  # client, broker or proxy
     request_mode: str | None = None  # PULL or POP; None: unchanged
     pop_share_queue_num: int | None = None  # None: unchanged
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,7 @@ class StaleView:
     client_ids: tuple[str, ...] | None = None
     fraction: float | None = None
     seed: int = 0
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,7 @@ class SetTraffic:
     topics: tuple[str, ...] | str = ALL
     msgs_per_s: float | None = None
     factor: float | None = None
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,7 @@ class SetBrokerLatency:
 
     names: tuple[str, ...]
     send_latency_ms: float | None
+    after_s: float = AFTER_S
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,31 @@ class Designate:
 
     group: str
     ips: tuple[str, ...] | None
+    after_s: float = AFTER_S
+
+
+@dataclass(frozen=True)
+class Crash:
+    """The clients stop at once without committing (docs/CONTRACT.md, section 2e): as
+    ``consumers_leave`` picks them, and gone from every topic of the group. ``tcp_closed``: the
+    brokers see the connection close (else they notice the loss only later)."""
+
+    group: str
+    client_ids: tuple[str, ...] | None = None
+    count: int | None = None
+    seed: int = 0
+    tcp_closed: bool = True
+    after_s: float = AFTER_S
+
+
+@dataclass(frozen=True)
+class RoomDown:
+    """Every broker of these machine rooms goes down and every client in them crashes, in every
+    group (docs/CONTRACT.md, section 2e)."""
+
+    rooms: tuple[str, ...]
+    tcp_closed: bool = False
+    after_s: float = AFTER_S
 
 
 Step = (
@@ -147,6 +188,8 @@ Step = (
     | SetTraffic
     | SetBrokerLatency
     | Designate
+    | Crash
+    | RoomDown
 )
 
 KINDS: dict[str, type] = {
@@ -163,16 +206,44 @@ KINDS: dict[str, type] = {
     "set_traffic": SetTraffic,
     "set_broker_latency": SetBrokerLatency,
     "designate": Designate,
+    "crash": Crash,
+    "room_down": RoomDown,
 }
 KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 # What a stale view can follow: a step that changes what clients see (a new strategy is a restart).
-CHANGES = (AddBrokers, RemoveBrokers, BrokerDown, BrokerUp, SetQueueNums, ConsumersJoin, ConsumersLeave)
+CHANGES = (
+    AddBrokers,
+    RemoveBrokers,
+    BrokerDown,
+    BrokerUp,
+    SetQueueNums,
+    ConsumersJoin,
+    ConsumersLeave,
+    Crash,
+    RoomDown,
+)
+# What a sweep may generate one scenario per element of (docs/CONTRACT.md, section 2f).
+SWEEPS = ("broker_down", "room_down", "crash")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A scenario's clocks and delays (docs/CONTRACT.md, section 2e): the real clients' defaults."""
+
+    seed: int = 0
+    rebalance_s: float = 20.0
+    route_poll_s: float = 30.0
+    commit_s: float = 5.0
+    first_pull_delay_s: float = 0.5
+    host_loss_s: float = 120.0
+    lock_expiry_s: float = 60.0
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     steps: tuple[Step, ...] = field(default_factory=tuple)
+    timing: Timing = field(default_factory=Timing)
 
     @property
     def last_phase(self) -> int:
@@ -183,27 +254,62 @@ class Scenario:
         return [(k, s) for k, s in enumerate(self.steps, 1) if isinstance(s, StaleView)]
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """A family of one-step scenarios, one per element of the snapshot (docs/CONTRACT.md, 2f):
+    ``each`` is the step kind, ``of`` the elements ("all", or broker names, machine rooms, or for
+    ``crash`` the groups whose clients crash one at a time)."""
+
+    name: str
+    each: str  # one of SWEEPS
+    of: tuple[str, ...] | str = ALL
+
+
+@dataclass(frozen=True)
+class ScenarioFile:
+    """What a scenarios file holds: its scenarios and its sweeps (either may be empty, not both)."""
+
+    scenarios: tuple[Scenario, ...] = ()
+    sweeps: tuple[Sweep, ...] = ()
+
+
 def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
-    """Scenarios from YAML text; any problem is an InputError naming the scenario, step and key."""
+    """Scenarios from YAML text (none when the file holds only sweeps); any problem is an
+    InputError naming the scenario, step and key."""
+    return parse_file(text, source=source).scenarios
+
+
+def parse_file(text: str, *, source: str = "scenarios") -> ScenarioFile:
+    """A scenarios file's scenarios and sweeps; any problem is an InputError naming the scenario
+    or sweep, the step and the key."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise InputError(source, "yaml", f"not valid YAML: {e}") from None
-    if not isinstance(data, Mapping) or not isinstance(data.get("scenarios"), list) or not data["scenarios"]:
+    if not isinstance(data, Mapping) or ("scenarios" not in data and "sweeps" not in data):
         raise InputError(
-            source, "scenarios", "expected a top-level 'scenarios:' list with at least one entry"
+            source,
+            "scenarios",
+            "expected a top-level 'scenarios:' list or 'sweeps:' list with at least one entry",
         )
+    for key in ("scenarios", "sweeps"):
+        if key in data and (not isinstance(data[key], list) or not data[key]):
+            raise InputError(source, key, f"expected a top-level '{key}:' list with at least one entry")
+    return ScenarioFile(
+        scenarios=_scenarios(data.get("scenarios") or [], source),
+        sweeps=_sweeps(data.get("sweeps") or [], source),
+    )
+
+
+def _scenarios(entries: list, source: str) -> tuple[Scenario, ...]:
     out: list[Scenario] = []
-    for i, entry in enumerate(data["scenarios"]):
-        where = f"{source}: scenario {i + 1}"
-        if (
-            not isinstance(entry, Mapping)
-            or not isinstance(entry.get("name"), str)
-            or not entry["name"].strip()
-        ):
-            raise InputError(where, "name", "every scenario needs a non-empty name")
-        name = entry["name"].strip()
+    for i, entry in enumerate(entries):
+        name = _name(entry, f"{source}: scenario {i + 1}", "scenario")
         where = f"{source}: scenario '{name}'"
+        if name == BASELINE:
+            raise InputError(
+                where, "name", f"'{BASELINE}' is reserved: phase 0 is written once under that name"
+            )
         if name in {s.name for s in out}:
             raise InputError(where, "name", "two scenarios have this name")
         steps = entry.get("steps")
@@ -212,7 +318,70 @@ def parse(text: str, *, source: str = "scenarios") -> tuple[Scenario, ...]:
         parsed = tuple(_step(s, f"{where}, step {k + 1}") for k, s in enumerate(steps))
         _check_order(parsed, where)
         _check_growth(parsed, where)
-        out.append(Scenario(name, parsed))
+        out.append(Scenario(name, parsed, _timing(entry.get("timing"), where)))
+    return tuple(out)
+
+
+def _name(entry: object, where: str, what: str) -> str:
+    """A scenario's or sweep's name: not empty, and without '/' (a sweep's scenarios are named
+    '<sweep>/<element>')."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+        raise InputError(where, "name", f"every {what} needs a non-empty name")
+    name = entry["name"].strip()
+    if "/" in name:
+        raise InputError(
+            f"{where} '{name}'",
+            "name",
+            f"a {what} name may not hold '/' (sweeps name theirs '<sweep>/<element>')",
+        )
+    return name
+
+
+_PERIODS = ("rebalance_s", "route_poll_s", "commit_s")  # a clock ticks every so many seconds: above 0
+
+
+def _timing(value: object, where: str) -> Timing:
+    if value is None:
+        return Timing()
+    known = [f.name for f in fields(Timing)]
+    if not isinstance(value, Mapping):
+        raise InputError(where, "timing", f"expected a mapping of some of {known}")
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise InputError(where, "timing", f"unknown key(s) {unknown}; expected some of {known}")
+    values: dict[str, object] = {}
+    for key, given in value.items():
+        label = f"timing.{key}"
+        if key == "seed":
+            if isinstance(given, bool) or not isinstance(given, int):
+                raise InputError(where, label, f"expected an integer, got {given!r}")
+            values[key] = given
+            continue
+        seconds = _not_negative(given, where, label)
+        if key in _PERIODS and seconds <= 0:
+            raise InputError(where, label, f"a clock's period must be above 0, got {given!r}")
+        values[key] = seconds
+    return Timing(**values)
+
+
+def _sweeps(entries: list, source: str) -> tuple[Sweep, ...]:
+    out: list[Sweep] = []
+    known = [f.name for f in fields(Sweep)]
+    for i, entry in enumerate(entries):
+        name = _name(entry, f"{source}: sweep {i + 1}", "sweep")
+        where = f"{source}: sweep '{name}'"
+        if name in {s.name for s in out}:
+            raise InputError(where, "name", "two sweeps have this name")
+        unknown = sorted(set(entry) - set(known))
+        if unknown:
+            raise InputError(where, "sweep", f"unknown key(s) {unknown}; expected {', '.join(known)}")
+        each = entry.get("each")
+        if each not in SWEEPS:
+            raise InputError(where, "each", f"expected one of {', '.join(SWEEPS)}, got {each!r}")
+        if "of" not in entry:
+            raise InputError(where, "of", "missing: 'all' or a list of names")
+        of = entry["of"]
+        out.append(Sweep(name, each, ALL if of == ALL else _names(of, where, "of")))
     return tuple(out)
 
 
@@ -247,10 +416,15 @@ def _check_growth(steps: tuple[Step, ...], where: str) -> None:
 
 
 def load(path: str) -> tuple[Scenario, ...]:
+    """The scenarios of the file at ``path`` (none when it holds only sweeps)."""
+    return load_file(path).scenarios
+
+
+def load_file(path: str) -> ScenarioFile:
     p = Path(path)
     if not p.is_file():
         raise InputError("arguments", "--scenarios", f"no scenarios file at {path}")
-    return parse(p.read_text(), source=str(path))
+    return parse_file(p.read_text(), source=str(path))
 
 
 def _step(entry: object, where: str) -> Step:
@@ -284,7 +458,7 @@ def _required(cls: type, name: str) -> bool:
     return f.default is MISSING and f.default_factory is MISSING
 
 
-_LISTS = {"names", "client_ids", "consumer_idcs", "ips"}
+_LISTS = {"names", "client_ids", "consumer_idcs", "ips", "rooms"}
 _ALL_OR_LIST = {"topics", "brokers"}
 _INTS = {
     "read_queue_nums",
@@ -297,6 +471,8 @@ _INTS = {
 }
 _FRACTIONS = {"fraction"}
 _RATES = {"msgs_per_s", "factor", "send_latency_ms"}  # numbers, not negative
+_SECONDS = {"after_s"}  # numbers, not negative
+_BOOLS = {"tcp_closed"}  # YAML's true or false
 _NULLABLE = {"send_latency_ms", "ips"}  # null means "clear it"
 
 
@@ -316,15 +492,21 @@ def _coerce(key: str, value: object, where: str, kind: str) -> object:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(where, label, f"expected a number, got {value!r}")
         return _double(value, where, label)
-    if key in _RATES:
-        if value is None and key in _NULLABLE:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-            raise InputError(where, label, f"expected a number, 0 or more, got {value!r}")
-        return _double(value, where, label)
+    if key in _BOOLS:
+        if not isinstance(value, bool):
+            raise InputError(where, label, f"expected true or false, got {value!r}")
+        return value
+    if key in _RATES or key in _SECONDS:
+        return None if value is None and key in _NULLABLE else _not_negative(value, where, label)
     if value is None or not isinstance(value, str) or not value.strip():
         raise InputError(where, label, f"expected a non-empty string, got {value!r}")
     return value.strip()
+
+
+def _not_negative(value: object, where: str, label: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise InputError(where, label, f"expected a number, 0 or more, got {value!r}")
+    return _double(value, where, label)
 
 
 def _double(value: int | float, where: str, label: str) -> float:
@@ -359,7 +541,7 @@ def _check_step(step: Step, where: str, kind: str) -> None:
         raise bad("perm", f"must be between 0 and 15, got {step.perm}")
     if isinstance(step, SetQueueNums) and step.read_queue_nums is None and step.write_queue_nums is None:
         raise bad("read_queue_nums", "give read_queue_nums, write_queue_nums or both")
-    if isinstance(step, (ConsumersJoin, ConsumersLeave)):
+    if isinstance(step, (ConsumersJoin, ConsumersLeave, Crash)):
         _check_who(step.client_ids, "count", step.count, step.count is not None and step.count < 1, bad)
     if isinstance(step, StaleView):
         fraction = step.fraction

@@ -44,6 +44,7 @@ OPTIONAL = (
     "designated_ips",
     "client_designated_aware",
     "drain_target_s",
+    "written",
 )
 
 

@@ -55,7 +55,7 @@ class Traffic:
     # Per (scenario, phase, topic) of the routes: queue_inflow (list<double>, mqAll order) and
     # stranded_inflow (written outside mqAll).
     topic_inflow: pa.Table
-    unroutable: pa.Table  # per (scenario, phase): unroutable_msgs_per_s
+    unroutable: pa.Table  # per (scenario, phase, topic): unroutable_msgs_per_s
     rejects: pa.Table  # schemas.REJECTS, source "traffic": populations nobody could send for
     # schemas.QUEUE_TRAFFIC, its names dictionary-encoded (QUEUE_TRAFFIC_NAMES), built when first
     # asked for: a row per queue, wanted by the stage only where a run has a second phase, so it
@@ -864,7 +864,7 @@ def _unroutable_mask(pops: Populations, lists: Lists) -> tuple[np.ndarray, pa.Ar
 def _unroutable(
     pops: Populations, keys: RouteKeys, lists: Lists, *, failed: tuple[np.ndarray, np.ndarray]
 ) -> pa.Table:
-    """Per (scenario, phase): the messages per second of populations nobody can send for, and
+    """Per (scenario, phase, topic): the messages per second of populations nobody can send for, and
     of the sends that fail (to an order topic's queue on a broker that is down): ``failed`` is
     (their route keys, their rates)."""
     lost, _ = _unroutable_mask(pops, lists)
@@ -874,10 +874,13 @@ def _unroutable(
         {
             "scenario": pa.concat_arrays([combined(pops.rows["scenario"]), combined(route["scenario"])]),
             "phase": pa.concat_arrays([combined(pops.rows["phase"]), combined(route["phase"])]),
+            "topic": pa.concat_arrays(
+                [combined(pops.rows["topic"]).cast(pa.string()), combined(route["topic"]).cast(pa.string())]
+            ),
             "rate": pa.array(np.concatenate([np.where(lost, pops.rate, 0.0), rate]), pa.float64()),
         }
     )
-    per = rates.group_by(list(PHASE), use_threads=False).aggregate([("rate", "sum")])
+    per = rates.group_by([*PHASE, "topic"], use_threads=False).aggregate([("rate", "sum")])
     return per.rename_columns({"rate_sum": "unroutable_msgs_per_s"})
 
 

@@ -64,10 +64,12 @@ def _units(rows: pa.RecordBatch, strategies: list[str]) -> pd.DataFrame:
 
 
 def _pairs(units: pd.DataFrame) -> pd.DataFrame:
-    """(before unit, after unit) for consecutive phases, and phase 0 against the scenario's last."""
+    """(before unit, after unit) for consecutive phases, and phase 0 against the scenario's last.
+    A run's phase 0 alone (a last phase of 0) is compared with itself: the movement row a later
+    phase that leaves the (topic, group) untouched repeats (docs/CONTRACT.md, section 4)."""
     both = units.merge(units, on="entity", suffixes=("_a", "_b"))
     consecutive = both.phase_b == both.phase_a + 1
-    whole = (both.phase_a == 0) & (both.phase_b == both.last_b) & (both.last_b >= 2)
+    whole = (both.phase_a == 0) & (both.phase_b == both.last_b) & ((both.last_b >= 2) | (both.last_b == 0))
     pairs = both[consecutive | whole][["u_a", "u_b", "g_a", "g_b", "s_b", "phase_a", "phase_b"]]
     return pairs.reset_index(drop=True).rename_axis("p").reset_index()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rmqsim.stage.batches import whole_groups, with_absent_columns
 from rmqsim.stage.dispatch import allocate_rows
@@ -33,7 +34,35 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
                 out[table].append(getattr(strategy, table))
     if "movement" in out:
         out["movement"] = movement_batches(rows, allocated)
-    return out
+    return written_only(rows, out)
+
+
+def _phase_keys(scenario, phase, group) -> pa.Array:
+    return pc.binary_join_element_wise(scenario, pc.cast(phase, pa.string()), group, "\x1f")
+
+
+def written_only(rows: pa.RecordBatch, out: StageRows) -> StageRows:
+    """``out`` less the rows of every (scenario, phase, group) whose routes are not written (the
+    phases of a scenario its steps have not touched yet, and the phase 0 a later phase compares
+    with: docs/CONTRACT.md, section 4)."""
+    written = pc.fill_null(rows.column("written"), True)
+    if pc.all(written).as_py():
+        return out
+    kept = rows.filter(written)
+    keys = pc.unique(_phase_keys(kept.column("scenario"), kept.column("phase"), kept.column("group")))
+    filtered: StageRows = {}
+    for table, parts in out.items():
+        phase = "to_phase" if table == "movement" else "phase"
+        filtered[table] = [
+            part.filter(
+                pc.is_in(
+                    _phase_keys(part.column("scenario"), part.column(phase), part.column("group")),
+                    value_set=keys,
+                )
+            )
+            for part in parts
+        ]
+    return filtered
 
 
 def outputs_of(batches: Iterable[pa.RecordBatch], tables: Sequence[str]) -> Iterator[StageRows]:

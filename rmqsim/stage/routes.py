@@ -504,7 +504,15 @@ def group_routes(
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
     df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
-    absent = {"backlogs", "stale_clients", "view_phase", "queue_inflow", "stranded_inflow", "drained_queues"}
+    absent = {
+        "backlogs",
+        "stale_clients",
+        "view_phase",
+        "queue_inflow",
+        "stranded_inflow",
+        "drained_queues",
+        "written",
+    }
     if inflow is not None:
         df = _left_join(df, inflow, [*PHASE, "topic"])
         absent -= set(inflow.column_names)

@@ -1,0 +1,127 @@
+"""The driver's tables over every phase of every scenario (rmqsim.rollups), from what the stage
+wrote: where later phases hold only what changed (rmqsim.phases), one scenario's phases are rebuilt
+at a time, so the driver never holds a copy of the fleet per phase.
+
+summary, comparison and split_brain are per scenario: computed scenario by scenario. The
+recommendation is per group over every scenario and phase: it reads phase 0 once, as a scenario
+of its own with a later phase equal to it, and each scenario's rows of the groups it touched.
+Every figure it takes (a maximum, a sum of moves, a later phase against phase 0) is the same over
+those rows as over every phase whole, since an untouched phase repeats phase 0's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rmqsim import phases, rollups
+
+UNTOUCHED = "/untouched"  # no scenario has this name: "/" is refused in names
+
+
+@dataclass(frozen=True)
+class Written:
+    """The stage's tables as the run wrote them (the rollups' columns), and the unroutable rates."""
+
+    group_metrics: pa.Table
+    consumer_load: pa.Table
+    falling_behind: pa.Table | None = None
+    movement: pa.Table | None = None
+    unroutable: pa.Table | None = None
+
+
+@dataclass(frozen=True)
+class Rollups:
+    summary: pa.Table
+    comparison: pa.Table | None = None
+    recommendation: pa.Table | None = None
+    split_brain: pa.Table | None = None
+    exposure: pa.Table | None = None
+
+
+def rolled_up(
+    written: Written, touched: pa.Table | None, last: Mapping[str, int], *, stale_views: bool
+) -> Rollups:
+    """The rollups of a run: ``touched`` None where every phase was written whole; ``last``: each
+    scenario's last phase; ``stale_views``: split_brain and exposure wanted."""
+    if touched is None:
+        return _of(written, stale_views=stale_views, recommend=True)
+    parts = [
+        _of(_scenario_phases(written, touched, last, scenario), stale_views=stale_views, recommend=False)
+        for scenario in sorted(s for s in last if s != phases.SNAPSHOT)
+    ]
+    summary = _sorted(pa.concat_tables([p.summary for p in parts]), ["scenario", "phase", "strategy"])
+    if written.movement is None:
+        return Rollups(summary)
+    comparison = _sorted(pa.concat_tables([p.comparison for p in parts]), ["scenario", "strategy"])
+    brain = exposure = None
+    if stale_views:
+        brain = pa.concat_tables([p.split_brain for p in parts])
+        exposure = rollups.exposure(brain)
+    reduced = _reduced(written, touched, last)
+    advice = rollups.recommendation(
+        reduced.group_metrics, rollups.group_load(reduced.consumer_load), reduced.movement
+    )
+    return Rollups(summary, comparison, advice, brain, exposure)
+
+
+def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
+    return table.sort_by([(k, "ascending") for k in keys])
+
+
+def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
+    """rollups over ``tables``, every phase whole."""
+    summary = rollups.summary(
+        tables.group_metrics, tables.consumer_load, tables.unroutable, tables.falling_behind
+    )
+    if tables.movement is None:
+        return Rollups(summary)
+    comparison = rollups.comparison(summary, tables.movement)
+    advice = None
+    if recommend:
+        load = rollups.group_load(tables.consumer_load)
+        advice = rollups.recommendation(tables.group_metrics, load, tables.movement)
+    brain = exposure = None
+    if stale_views:
+        brain = rollups.split_brain(tables.group_metrics)
+        exposure = rollups.exposure(brain) if recommend else None
+    return Rollups(summary, comparison, advice, brain, exposure)
+
+
+def _each(written: Written, rebuild) -> Written:
+    def of(name: str) -> pa.Table | None:
+        table = getattr(written, name)
+        return None if table is None else rebuild(name, table)
+
+    return Written(
+        *(of(n) for n in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"))
+    )
+
+
+def _scenario_phases(written: Written, touched: pa.Table, last: Mapping[str, int], scenario: str) -> Written:
+    """One scenario's phases, each whole."""
+    mine = touched.filter(pc.equal(touched["scenario"], scenario))
+    return _each(written, lambda name, table: phases.full(name, table, mine, last, scenarios=(scenario,)))
+
+
+def _reduced(written: Written, touched: pa.Table, last: Mapping[str, int]) -> Written:
+    """What the recommendation reads (module doc): phase 0 as scenario UNTOUCHED, phases 0 and 1
+    (movement: 0 to 1), and per scenario its written rows with phase 0's rows of what it touched."""
+    nothing = touched.slice(0, 0)
+    scenarios = [s for s in last if s != phases.SNAPSHOT]
+
+    def rebuild(name: str, table: pa.Table) -> pa.Table:
+        snapshot = pc.equal(table["scenario"], phases.SNAPSHOT)
+        at = "to_phase" if name == "movement" else "phase"
+        base = table.filter(pc.and_(snapshot, pc.equal(table[at], 0)))
+        parts = [phases.full(name, base, nothing, {UNTOUCHED: 1}), table.filter(pc.invert(snapshot))]
+        if name != "movement":
+            for scenario in scenarios:
+                mine = touched.filter(pc.equal(touched["scenario"], scenario))
+                parts.append(phases.at_phase_0(name, base, mine, scenario))
+        return pa.concat_tables([p.cast(table.schema) for p in parts])
+
+    return _each(written, rebuild)

@@ -1,0 +1,189 @@
+"""A scenario's full phases, rebuilt from phase 0 and what later phases wrote (docs/CONTRACT.md,
+section 4: "Later phases hold what changed").
+
+Phase 0 is written once, as scenario ``baseline``; a later phase k of scenario S writes only the rows
+of the (topic, group)s that ``touched/`` lists for (S, k). Every other row of (S, k) is phase 0's
+with S and k put in. movement's phase-0 rows compare each (topic, group) of phase 0 with itself
+(from_phase 0, to_phase 0): the row an untouched pair of phases repeats.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+SNAPSHOT = "baseline"  # the scenario name phase 0 is written under
+# What identifies a row's (topic, group) in each table rebuilt: a row is phase 0's unless touched/
+# lists its key for the phase.
+KEYS: dict[str, tuple[str, ...]] = {
+    "assignments": ("topic", "group"),
+    "group_metrics": ("topic", "group"),
+    "consumer_load": ("group",),
+    "falling_behind": ("group",),
+    "movement": ("topic", "group"),
+    "queue_traffic": ("topic",),
+    "unroutable": ("topic",),
+    "allocation_rejects": ("topic", "group"),
+    "traffic_rejects": ("topic",),
+}
+PHASED_TABLES = (
+    "assignments",
+    "group_metrics",
+    "consumer_load",
+    "falling_behind",
+    "movement",
+    "queue_traffic",
+)
+# group_metrics' columns for what a group would get another way: looked at in phase 0 only
+# (stage.alternatives), so null in the later phases that repeat phase 0's rows.
+PHASE_0_ONLY = {
+    "group_metrics": (
+        "pop_idle_consumers",
+        "pop_max_message_share",
+        "one_library_multi_owned",
+        "one_library_unassigned",
+    )
+}
+
+
+def last_phases(summary: pa.Table) -> dict[str, int]:
+    """Each scenario's last phase, from a run's summary (it covers every phase of every scenario)."""
+    out: dict[str, int] = {}
+    for name, phase in zip(summary["scenario"].to_pylist(), summary["phase"].to_pylist()):
+        out[name] = max(out.get(name, 0), phase)
+    return out
+
+
+def _key(table: pa.Table, columns: tuple[str, ...]) -> pa.ChunkedArray:
+    if len(columns) == 1:
+        return pc.fill_null(pc.cast(table[columns[0]], pa.string()), "\x00")
+    parts = [pc.fill_null(pc.cast(table[c], pa.string()), "\x00") for c in columns]
+    return pc.binary_join_element_wise(*parts, "\x1f")
+
+
+def _relabelled(rows: pa.Table, scenario: str, phase_columns: Mapping[str, int]) -> pa.Table:
+    out = rows.set_column(
+        rows.schema.get_field_index("scenario"),
+        rows.schema.field("scenario"),
+        pa.repeat(pa.scalar(scenario, rows.schema.field("scenario").type), rows.num_rows),
+    )
+    for column, value in phase_columns.items():
+        i = out.schema.get_field_index(column)
+        out = out.set_column(
+            i, out.schema.field(i), pa.repeat(pa.scalar(value, out.schema.field(i).type), rows.num_rows)
+        )
+    return out
+
+
+def full(
+    name: str,
+    table: pa.Table,
+    touched: pa.Table | None,
+    last: Mapping[str, int],
+    *,
+    scenarios: tuple[str, ...] | None = None,
+) -> pa.Table:
+    """``table`` (one of KEYS, as a run wrote it) with every phase of every scenario whole:
+    what ``simulate --full-phases`` writes. ``touched``: the run's touched/ (None: the run wrote
+    every phase whole, and ``table`` is returned as it is). ``last``: each scenario's last phase;
+    ``scenarios``: only these."""
+    if touched is None:
+        return table
+    columns = KEYS[name]
+    movement = name == "movement"
+    at = "to_phase" if movement else "phase"
+    snapshot = pc.equal(table["scenario"], SNAPSHOT)
+    base = table.filter(pc.and_(snapshot, pc.equal(table[at], 0)))
+    written = table.filter(pc.invert(snapshot))
+    base_key = _key(base, columns)
+    listed_key = _key(touched, columns)
+    wanted = [s for s in last if s != SNAPSHOT and (scenarios is None or s in scenarios)]
+    parts = []
+    for scenario in wanted:
+        mine = pc.equal(touched["scenario"], scenario)
+        if not movement:
+            parts.append(_relabelled(base, scenario, {"phase": 0}))
+        phase_of = touched["phase"].filter(mine).to_numpy()
+        keys_of = listed_key.filter(mine)
+        for k in range(1, last[scenario] + 1):
+            listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
+            kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
+            if movement:
+                parts.append(_relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
+                if k == last[scenario] and k >= 2:
+                    parts.append(_relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
+            else:
+                parts.append(_later(_relabelled(kept, scenario, {"phase": k}), name))
+    if scenarios is not None:
+        written = written.filter(pc.is_in(written["scenario"], value_set=pa.array(wanted, pa.string())))
+    elif not wanted:
+        return table  # no scenario: phase 0 is the run
+    return pa.concat_tables([p.cast(table.schema) for p in [*parts, written]])
+
+
+def at_phase_0(name: str, base: pa.Table, touched: pa.Table, scenario: str) -> pa.Table:
+    """Phase 0's rows (``base``) of the keys ``touched`` lists, as ``scenario``'s phase 0."""
+    listed = pc.unique(_key(touched, KEYS[name]))
+    return _relabelled(
+        base.filter(pc.is_in(_key(base, KEYS[name]), value_set=listed)), scenario, {"phase": 0}
+    )
+
+
+def _later(rows: pa.Table, name: str) -> pa.Table:
+    """Phase 0's rows as a later phase has them: PHASE_0_ONLY's columns null."""
+    for column in PHASE_0_ONLY.get(name, ()):
+        if column in rows.column_names:
+            i = rows.schema.get_field_index(column)
+            rows = rows.set_column(
+                i, rows.schema.field(i), pa.nulls(rows.num_rows, rows.schema.field(i).type)
+            )
+    return rows
+
+
+def phase_rows(table: pa.Table, scenario: str, phase: int, touched: pa.Table | None, name: str) -> pa.Table:
+    """One phase of one scenario, whole: ``full`` for that phase alone."""
+    if touched is None:
+        return table.filter(pc.and_(pc.equal(table["scenario"], scenario), pc.equal(table["phase"], phase)))
+    last = {scenario: phase}
+    rows = full(name, table, touched, last, scenarios=(scenario,))
+    return rows.filter(pc.equal(rows["phase"], phase))
+
+
+def full_rejects(rejects: pa.Table, touched: pa.Table | None, last: Mapping[str, int]) -> pa.Table:
+    """rejects/ with the allocation's and the traffic's rows of every phase whole, as ``full``
+    gives the other tables (their phase and names are read from each row's JSON)."""
+    if touched is None:
+        return rejects
+    rows = [json.loads(r) if r is not None else {} for r in rejects["row"].to_pylist()]
+    keyed = pa.table(
+        {
+            "scenario": pa.array([r.get("scenario") for r in rows], pa.string()),
+            "phase": pa.array([r.get("phase") for r in rows], pa.int32()),
+            "topic": pa.array([r.get("topic") for r in rows], pa.string()),
+            "group": pa.array([r.get("group") for r in rows], pa.string()),
+            "_row": pa.array(range(len(rows)), pa.int64()),
+        }
+    )
+    phased = pc.is_valid(keyed["scenario"])
+    parts = [rejects.filter(pc.invert(phased))]
+    for source, name in (("allocation", "allocation_rejects"), ("traffic", "traffic_rejects")):
+        of = keyed.filter(pc.and_(phased, pc.equal(rejects["source"], source)))
+        whole = full(name, of, touched, last)
+        # The rebuilt rows' JSON names their own scenario and phase.
+        original = rejects.take(whole["_row"])
+        parts.append(original.set_column(2, rejects.schema.field(2), _renamed(original["row"], whole)))
+    return pa.concat_tables(parts)
+
+
+def _renamed(rows: pa.ChunkedArray, keys: pa.Table) -> pa.Array:
+    out = []
+    for text, scenario, phase in zip(
+        rows.to_pylist(), keys["scenario"].to_pylist(), keys["phase"].to_pylist()
+    ):
+        row = json.loads(text)
+        row["scenario"], row["phase"] = scenario, phase
+        out.append(json.dumps(row, separators=(",", ":"), ensure_ascii=False))
+    return pa.array(out, pa.string())
