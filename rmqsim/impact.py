@@ -3,23 +3,20 @@ from the rows of the (topic, group)s it touches, and its rank among its sweep's 
 
 An element's figure for the fleet is phase 0's, less phase 0's rows of what the element touched,
 plus the element's own rows of them: the work grows with what the elements touch, not with
-elements times the fleet. The stage's rows of the elements come back to the driver (a few per
-touched group), never written: the other tables hold only the worst elements' phases.
+elements times the fleet. The stage's rows of the elements come back to the driver (the sink's
+collect_stage: a few per touched group), never written: the other tables hold only the worst
+elements' phases.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
 
-from rmqsim import schemas, session
-from rmqsim.sink.spark_sink import PACKED, packed_rows, stage_form
-from rmqsim.stage import tasks
+from rmqsim import schemas
 from rmqsim.stage.capacity import EXACT, millionths
 
 ELEMENT = "/"  # an element's scenario is named "<sweep>/<element>"
@@ -33,25 +30,6 @@ SUMMED = {
 IN_MILLIONTHS = {"lag_growth_msgs_per_s"}  # summed exactly by summary: here too
 IN_SUMMARY = {"queues_unread": "unassigned_queues"}  # summary's name where it differs
 COLLECTED = ("group_metrics", "consumer_load", "movement")
-
-
-def collected(spark: SparkSession, stage: tasks.StageInput, tables: Sequence[str]) -> dict[str, pa.Table]:
-    """The stage's ``tables`` over ``stage``'s routes, back in the driver: one Spark job, its tasks
-    the routes partitioned by group as a run's stage has them."""
-    routes = session.from_arrow(spark, stage.group_routes)
-    staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
-    handed = tasks.handed_to_tasks(
-        staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
-    )
-    with session.job_description(spark, "rmqsim: sweep elements"):
-        packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED).toArrow()
-    parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
-    for name, blob in zip(packed["table"].to_pylist(), packed["batch"].to_pylist()):
-        parts[name].append(pa.ipc.open_stream(pa.py_buffer(blob)).read_all())
-    return {
-        name: pa.concat_tables(found) if found else schemas.arrow(stage_form(name)).empty_table()
-        for name, found in parts.items()
-    }
 
 
 def _per_element(table: pa.Table, column: str) -> pa.Table:

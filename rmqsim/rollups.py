@@ -68,6 +68,7 @@ MOVEMENT_COLUMNS = (
     "min_moves",
     "moved_backlog",
 )
+# What the driver reads of group_metrics (split_brain's columns besides: schemas.SPLIT_BRAIN).
 GROUP_METRICS_COLUMNS = (
     "scenario",
     "phase",
@@ -84,6 +85,15 @@ GROUP_METRICS_COLUMNS = (
     "stranded_msgs_per_s",
     "stranded_backlog",
     "clients_needed",
+    # summary's
+    "max_over_mean",
+    "idle_consumers",
+    "unassigned_queues",
+    "multi_owned_queues",
+    "shared_queues",
+    "in_msgs_per_s",
+    "unowned_msgs_per_s",
+    "duplicated_msgs_per_s",
 )
 
 

@@ -27,6 +27,10 @@ from rmqsim.stage import inflow, routes, tasks
 log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
+# Sweep elements per chunk at first, and the fewest route rows a chunk may hold: the chunks after
+# the first hold about as many route rows as the fleet, at least this many (few Spark jobs).
+FIRST_SWEEP_CHUNK = 4
+SWEEP_CHUNK_ROWS = 20_000
 # The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
 BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
 
@@ -314,22 +318,44 @@ class Swept:
 
 
 def sweep_elements(
-    spark: SparkSession, config: SimulateConfig, built: Staged, sweeps: tuple[parse.Sweep, ...]
+    spark: SparkSession,
+    config: SimulateConfig,
+    sink: Sink,
+    built: Staged,
+    sweeps: tuple[parse.Sweep, ...],
 ) -> Swept | None:
-    """Every element of every sweep through the stage at once, each cut to what it touches; its
-    rows back in the driver, summed per element, ranked. None without sweeps."""
+    """Every element of every sweep through the stage, each cut to what it touches, in chunks of
+    about as many route rows as the fleet has (so that the driver holds about one fleet's worth
+    more); their rows back in the driver, summed per element, ranked. None without sweeps."""
     if not sweeps:
         return None
     found = sweep_scenarios.expand(sweeps, built.checked)
-    every = tuple(s for scenarios in found.values() for s in scenarios)
-    names = {sweep: [s.name for s in scenarios] for sweep, scenarios in found.items()}
-    elements = build_group_routes(spark, config, every, prepared=built, elements=True)
-    rows = impact.collected(spark, stage_input(spark, elements, config), impact.COLLECTED)
-    strategies = sorted(pc.unique(rows["group_metrics"]["strategy"]).to_pylist())
-    unroutable = None if elements.traffic is None else elements.traffic.unroutable
-    ranked, chosen = impact.ranked(impact.changes(names, rows, strategies, unroutable), config.sweep_detail)
-    log.info("simulate: %d sweep elements, %d of them detailed", len(every), len(chosen))
-    return Swept(ranked, tuple(s for s in every if s.name in chosen))
+    every = [(sweep, s) for sweep, scenarios in found.items() for s in scenarios]
+    # Every strategy the run computes: an element's row for one its touched groups never run is 0.
+    strategies = sorted(pc.unique(pc.list_flatten(built.group_routes["strategies"])).to_pylist())
+    budget = max(built.group_routes.num_rows, SWEEP_CHUNK_ROWS)
+    parts, done, size = [], 0, FIRST_SWEEP_CHUNK
+    while done < len(every):
+        chunk = every[done : done + size]
+        elements = build_group_routes(
+            spark, config, tuple(s for _, s in chunk), prepared=built, elements=True
+        )
+        rows = sink.collect_stage(stage_input(spark, elements, config), impact.COLLECTED)
+        names: dict[str, list[str]] = {}
+        for sweep, scenario in chunk:
+            names.setdefault(sweep, []).append(scenario.name)
+        unroutable = None if elements.traffic is None else elements.traffic.unroutable
+        parts.append(impact.changes(names, rows, strategies, unroutable))
+        done += len(chunk)
+        per_element = max(elements.group_routes.num_rows / len(chunk), 1.0)
+        size = max(1, int(budget // per_element))
+        del elements, rows
+    changes = pa.concat_tables(parts)
+    ranked, chosen = impact.ranked(changes, config.sweep_detail)
+    log.info(
+        "simulate: %d sweep elements in %d chunks, %d of them detailed", len(every), len(parts), len(chosen)
+    )
+    return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
 
 
 def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
@@ -340,7 +366,7 @@ def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None
     found = load_file(config)
     built = built or build_group_routes(spark, config)
     try:
-        swept = sweep_elements(spark, config, built, found.sweeps)
+        swept = sweep_elements(spark, config, sink, built, found.sweeps)
         if swept is not None and swept.detail:
             runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
             built = build_group_routes(spark, config, runs, prepared=built)
@@ -376,7 +402,10 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
 
     if built.touched is not None:
         sink.write("touched", built.touched)
-    metrics_written = sink.read("group_metrics")
+    wanted = rollups.GROUP_METRICS_COLUMNS
+    if built.with_stale_views:
+        wanted = tuple(dict.fromkeys([*wanted, *schemas.SPLIT_BRAIN.fieldNames()]))
+    metrics_written = sink.read("group_metrics", wanted)
     written = phase_rollups.Written(
         metrics_written,
         read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS),

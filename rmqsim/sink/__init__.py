@@ -34,6 +34,10 @@ class Sink(Protocol):
         """The allocation stage over ``stage``'s routes, its ``tables`` (of schemas.STAGE_TABLES)
         written; each sink hands the routes to the tasks its own way."""
 
+    def collect_stage(self, stage: StageInput, tables: Sequence[str]) -> dict[str, pa.Table]:
+        """The stage's ``tables`` over ``stage``'s routes, back in the driver, never in the run
+        (a sweep's elements: rmqsim.impact)."""
+
     def write(self, name: str, table: pa.Table) -> None:
         """A table the driver holds, written as table ``name`` of schemas.OUTPUTS."""
 

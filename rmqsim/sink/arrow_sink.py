@@ -33,6 +33,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 from rmqsim import schemas, session
 from rmqsim.sink.directory import RunDirectory
@@ -163,6 +164,28 @@ def write_task_files(ids: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[p
     yield files.close()
 
 
+def collect_task_rows(ids: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[pa.RecordBatch]:
+    """A task: the stage's rows of its routes as Arrow files of the attempt's own directory, one
+    per table (``collect_stage``: read by the driver, never part of the run); the directory returned."""
+    for _ in ids:
+        pass
+    context = TaskContext.get()
+    folder = job.attempt(context.partitionId(), context.attemptNumber()).directory
+    os.makedirs(folder, exist_ok=True)
+    writers: dict[str, ipc.RecordBatchStreamWriter] = {}
+    with ipc.open_file(pa.memory_map(job.routes(context.partitionId()))) as routes:
+        batches = (routes.get_batch(i) for i in range(routes.num_record_batches))
+        for out in outputs_of(batches, job.tables):
+            for name, parts in out.items():
+                for rows in parts:
+                    if name not in writers:
+                        writers[name] = ipc.new_stream(os.path.join(folder, f"{name}.arrow"), rows.schema)
+                    writers[name].write_batch(rows)
+    for writer in writers.values():
+        writer.close()
+    yield pa.RecordBatch.from_arrays([pa.array([folder]), pa.array([""])], schema=WRITTEN_ARROW)
+
+
 def _as_written(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` as ``schema``'s types, but for its dictionaries of the right value type."""
     kept = [
@@ -172,6 +195,17 @@ def _as_written(table: pa.Table, schema: pa.Schema) -> pa.Table:
         for f in schema
     ]
     return table.cast(pa.schema([f.with_type(t) for f, t in zip(schema, kept)]))
+
+
+def _read_streams(paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """The Arrow stream files that exist among ``paths`` (a task without rows wrote none), as one table."""
+    found = [ipc.open_stream(pa.memory_map(p)).read_all() for p in paths if os.path.exists(p)]
+    return pa.concat_tables(found, promote_options="permissive") if found else schema.empty_table()
+
+
+def stage_form(name: str) -> StructType:
+    """The schema of a table's rows as the stage's tasks hand them over."""
+    return schemas.CLIENT_ASSIGNMENTS if name == "assignments" else schemas.OUTPUTS[name].schema
 
 
 class ArrowSink:
@@ -196,6 +230,25 @@ class ArrowSink:
             with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}"):
                 written = ids.mapInArrow(partial(write_task_files, job=job), WRITTEN).toArrow()
             self._commit(job, written)
+        finally:
+            shutil.rmtree(job.temporary, ignore_errors=True)
+
+    def collect_stage(self, stage: StageInput, tables: Sequence[str]) -> dict[str, pa.Table]:
+        """The stage's ``tables`` over ``stage``'s routes, back in the driver and never written in
+        the run: the routes handed over as files, one Spark job, each kept attempt's rows read."""
+        job = self.Job(self.directory.beside("collect"), tuple(tables))
+        try:
+            count = job.hand_over(stage)
+            ids = self.spark.range(0, count, numPartitions=count)
+            with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}, collected"):
+                kept = ids.mapInArrow(partial(collect_task_rows, job=job), WRITTEN).toArrow()
+            return {
+                name: _read_streams(
+                    [os.path.join(folder, f"{name}.arrow") for folder in kept["attempt"].to_pylist()],
+                    schemas.arrow(stage_form(name)),
+                )
+                for name in tables
+            }
         finally:
             shutil.rmtree(job.temporary, ignore_errors=True)
 

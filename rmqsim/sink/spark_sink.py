@@ -23,17 +23,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from rmqsim import schemas, session
+from rmqsim.sink.arrow_sink import stage_form
 from rmqsim.sink.directory import RunDirectory
 from rmqsim.stage import tasks
 from rmqsim.stage.outputs import outputs_of
 
 log = logging.getLogger(__name__)
 PACKED = StructType([StructField("table", StringType(), False), StructField("batch", BinaryType(), False)])
-
-
-def stage_form(name: str) -> StructType:
-    """The schema of a table's rows as the stage's tasks hand them over."""
-    return schemas.CLIENT_ASSIGNMENTS if name == "assignments" else schemas.OUTPUTS[name].schema
 
 
 def packed_rows(batches: Iterator[pa.RecordBatch], tables: Sequence[str]) -> Iterator[pa.RecordBatch]:
@@ -97,6 +93,24 @@ class SparkSink:
                 self._write(name, _rows_of(packed, name))
         finally:
             packed.unpersist()
+
+    def collect_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> dict[str, pa.Table]:
+        """The stage's ``tables`` over ``stage``'s routes, back in the driver and never written:
+        the routes handed to the executors partitioned by group, the packed rows collected."""
+        routes = session.from_arrow(self.spark, stage.group_routes)
+        staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
+        handed = tasks.handed_to_tasks(
+            staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
+        )
+        with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}, collected"):
+            packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED).toArrow()
+        parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
+        for name, blob in zip(packed["table"].to_pylist(), packed["batch"].to_pylist()):
+            parts[name].append(pa.ipc.open_stream(pa.py_buffer(blob)).read_all())
+        return {
+            name: pa.concat_tables(found) if found else schemas.arrow(stage_form(name)).empty_table()
+            for name, found in parts.items()
+        }
 
     def _write(self, name: str, rows: DataFrame) -> None:
         self._written.add(name)
