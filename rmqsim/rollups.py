@@ -68,7 +68,7 @@ MOVEMENT_COLUMNS = (
     "min_moves",
     "moved_backlog",
 )
-# What the driver reads of group_metrics (split_brain's columns besides: schemas.SPLIT_BRAIN).
+# What the recommendation reads of group_metrics.
 GROUP_METRICS_COLUMNS = (
     "scenario",
     "phase",
@@ -85,7 +85,9 @@ GROUP_METRICS_COLUMNS = (
     "stranded_msgs_per_s",
     "stranded_backlog",
     "clients_needed",
-    # summary's
+)
+# What summary reads of group_metrics besides.
+SUMMARY_METRICS_COLUMNS = (
     "max_over_mean",
     "idle_consumers",
     "unassigned_queues",

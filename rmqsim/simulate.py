@@ -347,6 +347,13 @@ def sweep_elements(
         unroutable = None if elements.traffic is None else elements.traffic.unroutable
         parts.append(impact.changes(names, rows, strategies, unroutable))
         done += len(chunk)
+        log.info(
+            "simulate: sweep elements %d to %d of %d: %d route rows",
+            done - len(chunk) + 1,
+            done,
+            len(every),
+            elements.group_routes.num_rows,
+        )
         per_element = max(elements.group_routes.num_rows / len(chunk), 1.0)
         size = max(1, int(budget // per_element))
         del elements, rows
@@ -402,7 +409,7 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
 
     if built.touched is not None:
         sink.write("touched", built.touched)
-    wanted = rollups.GROUP_METRICS_COLUMNS
+    wanted = (*rollups.GROUP_METRICS_COLUMNS, *rollups.SUMMARY_METRICS_COLUMNS)
     if built.with_stale_views:
         wanted = tuple(dict.fromkeys([*wanted, *schemas.SPLIT_BRAIN.fieldNames()]))
     metrics_written = sink.read("group_metrics", wanted)

@@ -23,7 +23,11 @@ from rmqsim.stage.outputs import stage_outputs
 
 # A scenarios file of one step on the sample snapshot, for the tests that check how a run is
 # launched (spark-submit, Airflow) rather than what the bundled scenarios show.
-ONE_SCENARIO = "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_down: {names: [broker-b]}\n"
+# One scenario of one step, and a sweep of two brokers (docs/CONTRACT.md, section 2f).
+ONE_SCENARIO = (
+    "scenarios:\n  - name: broker-b-down\n    steps:\n      - broker_down: {names: [broker-b]}\n"
+    "sweeps:\n  - {name: broker-loss, each: broker_down, of: [broker-a, broker-c]}\n"
+)
 
 # ------------------------------------------------------------------ route rows (GROUP_ROUTES)
 

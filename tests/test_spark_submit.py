@@ -58,7 +58,14 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
     assert "  spark.master=local[2]" in log and "  spark.sql.shuffle.partitions=8" in log
     summary = ds.dataset(work / "out" / "summary", format="parquet").to_table().to_pandas()
     assert set(summary.strategy) == {"AVG", "STICKY"}
-    assert set(summary.scenario) == {"broker-b-down"}
+    # The sweep's two elements, each ranked per strategy; both within --sweep-detail's 3, so their
+    # phases are in the tables too.
+    sweep = ds.dataset(work / "out" / "sweep", format="parquet").to_table().to_pandas()
+    assert sorted(zip(sweep.element, sweep.strategy)) == [
+        (b, s) for b in ("broker-a", "broker-c") for s in ("AVG", "STICKY")
+    ]
+    assert set(sweep["rank"]) == {1, 2} and sweep.detailed.all()
+    assert set(summary.scenario) == {"broker-b-down", "broker-loss/broker-a", "broker-loss/broker-c"}
     for table in ("assignments", "group_metrics", "consumer_load", "movement", "comparison", "rejects"):
         assert (work / "out" / table).is_dir(), table
 
