@@ -1,0 +1,126 @@
+"""Benchmark: a sweep of every broker's loss, and the same losses as plain scenarios, against the
+fleet alone (issue 44; docs/CONTRACT.md, sections 2f and 4). Whole processes, alternated.
+
+    .venv/bin/python bench/bench_sweep.py [--assignments 2000000] [--brokers 24] [--rounds 2]
+                                          [--seed 3] [--workdir bench/data] [--no-plain]
+
+The fleet is bench_fleet.py's many-small-groups shape with ``--brokers`` brokers (generated once
+into WORKDIR and reused). Each round runs, as fresh processes, `rmqsim simulate --strategies AVG`:
+
+* fleet alone: no scenarios;
+* sweep: a scenarios file with one sweep, ``{name: broker-loss, each: broker_down, of: all}``;
+* plain: one scenario per broker, each a single ``broker_down`` (left out with --no-plain).
+
+Each is timed (wall) and its peak memory measured two ways: the driver's Python process alone
+(``ru_maxrss`` of the process that runs rmqsim's CLI; the JVM and the Python workers are its
+children) and the largest process of the run (GNU time's %M: the JVM, usually). Printed: per
+round, then best of the rounds and each run's ratio to the fleet alone. No figure is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bench_fleet
+import pyarrow.dataset as ds
+
+# Runs rmqsim's CLI in this process and prints the process's own peak RSS (children excluded).
+DRIVER = """
+import resource, sys
+from rmqsim import cli
+code = cli.main(sys.argv[1:])
+print("driver_peak_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def measured(argv: list[str]) -> dict[str, float]:
+    """Wall seconds, the driver's peak RSS and the largest process's peak RSS (GB) of one run."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise SystemExit(f"exit code {done.returncode}: {' '.join(argv[:4])} ...")
+    driver = next(
+        int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("driver_peak_kb")
+    )
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest so far, any run
+    return {"wall_s": seconds, "driver_gb": driver / 2**20, "largest_so_far_gb": children / 2**20}
+
+
+def scenario_files(work: Path, brokers: list[str]) -> tuple[Path, Path]:
+    sweep = work / "sweep-brokers.yml"
+    sweep.write_text("sweeps:\n  - {name: broker-loss, each: broker_down, of: all}\n")
+    plain = work / "plain-brokers.yml"
+    plain.write_text(
+        "scenarios:\n"
+        + "".join(f"  - name: down-{b}\n    steps:\n      - broker_down: {{names: [{b}]}}\n" for b in brokers)
+    )
+    return sweep, plain
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--assignments", type=int, default=2_000_000)
+    p.add_argument("--brokers", type=int, default=24)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
+    p.add_argument("--no-plain", action="store_true", help="leave out the plain scenarios")
+    args = p.parse_args()
+    bench_fleet.SHAPE["brokers"] = args.brokers
+    spec = bench_fleet.fleet_spec(args.assignments, args.seed)
+    work = bench_fleet.fleet_dir(args.workdir.resolve(), spec)
+    snapshot = work / "snapshot"
+    work.mkdir(parents=True, exist_ok=True)
+    if bench_fleet.ensure_fleet(snapshot, spec):
+        print(f"generated {snapshot}")
+    brokers = sorted(
+        set(
+            ds.dataset(str(snapshot / "brokers")).to_table(columns=["broker_name"])["broker_name"].to_pylist()
+        )
+    )
+    sweep, plain = scenario_files(work, brokers)
+    base = [sys.executable, "-c", DRIVER, "simulate", "--snapshot", str(snapshot), "--strategies", "AVG"]
+    jobs = {
+        "fleet alone": [*base, "--out", str(work / "out-alone")],
+        "sweep": [*base, "--scenarios", str(sweep), "--out", str(work / "out-sweep")],
+    }
+    if not args.no_plain:
+        jobs["plain"] = [*base, "--scenarios", str(plain), "--out", str(work / "out-plain")]
+    rounds = []
+    for i in range(args.rounds):
+        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
+        figures = {name: measured(jobs[name]) for name in order}
+        rounds.append(figures)
+        print(
+            f"round {i + 1} ({order[0]} first): "
+            + ", ".join(
+                f"{name} {figures[name]['wall_s']:.1f} s, driver {figures[name]['driver_gb']:.2f} GB"
+                for name in jobs
+            ),
+            flush=True,
+        )
+    best = {name: {k: min(r[name][k] for r in rounds) for k in ("wall_s", "driver_gb")} for name in jobs}
+    alone = best["fleet alone"]
+    print(f"{len(brokers)} brokers; best of {len(rounds)}:")
+    for name, figures in best.items():
+        print(
+            f"  {name:<12} {figures['wall_s']:6.1f} s ({figures['wall_s'] / alone['wall_s']:.2f}x), "
+            f"driver peak {figures['driver_gb']:.2f} GB ({figures['driver_gb'] / alone['driver_gb']:.2f}x)"
+        )
+    print(f"  largest process of any run: {rounds[-1][order[-1]]['largest_so_far_gb']:.2f} GB")
+    out = {"brokers": len(brokers), "assignments": args.assignments, "rounds": rounds, "best": best}
+    (work / "sweep-results.json").write_text(json.dumps(out, indent=2) + "\n")
+    print(f"results in {work / 'sweep-results.json'}")
+
+
+if __name__ == "__main__":
+    main()
