@@ -115,6 +115,10 @@ def _clients(snap: Snapshot) -> set[tuple[str, str, str]]:
             "scenarios: [{name: x, timing: 5, steps: [{broker_down: {names: [a]}}]}]",
             "timing: expected a mapping",
         ),
+        (  # a misspelt timing: would be lost silently
+            "scenarios: [{name: x, timming: {seed: 1}, steps: [{broker_down: {names: [a]}}]}]",
+            "scenario 'x'.timming: unknown key(s) ['timming']",
+        ),
         ("other: 1", "'scenarios:' list or 'sweeps:' list"),
         ("sweeps: []", "sweeps: expected a top-level 'sweeps:' list"),
         (

@@ -301,6 +301,9 @@ def parse_file(text: str, *, source: str = "scenarios") -> ScenarioFile:
     )
 
 
+SCENARIO_KEYS = frozenset({"name", "steps", "timing"})
+
+
 def _scenarios(entries: list, source: str) -> tuple[Scenario, ...]:
     out: list[Scenario] = []
     for i, entry in enumerate(entries):
@@ -312,6 +315,11 @@ def _scenarios(entries: list, source: str) -> tuple[Scenario, ...]:
             )
         if name in {s.name for s in out}:
             raise InputError(where, "name", "two scenarios have this name")
+        unknown = sorted(set(entry) - SCENARIO_KEYS)
+        if unknown:
+            raise InputError(
+                where, str(unknown[0]), f"unknown key(s) {unknown}; expected some of {sorted(SCENARIO_KEYS)}"
+            )
         steps = entry.get("steps")
         if not isinstance(steps, list) or not steps:
             raise InputError(where, "steps", "expected a list of at least one step")
