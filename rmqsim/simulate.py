@@ -120,7 +120,8 @@ def build_group_routes(
 
     ``runs``: these scenarios, not the file's. ``prepared``: a build whose loaded and checked
     snapshot this one reuses. ``elements``: sweep elements, each cut to what it touches, its phase
-    0 among them and every row written, without phase 0's fleet (rmqsim.impact)."""
+    0 among them and every row written, without phase 0's fleet (rmqsim.impact); ``touched``
+    lists what each touched."""
     runs = runs or load_scenarios(config)
     if prepared is None:
         snapshot = snapshot_read(spark, config)
@@ -133,7 +134,7 @@ def build_group_routes(
     listed = None
     last_phase = {s.name: s.last_phase for s in runs}
     if elements:
-        staged, _ = apply.phased_changes(valid, runs, snapshot_name=None)
+        staged, listed = apply.phased_changes(valid, runs, snapshot_name=None)
     elif config.full_phases or not any(s.steps for s in runs):
         staged = apply.phased(valid, runs)
     else:
@@ -187,7 +188,7 @@ def build_group_routes(
         inflow=topic_inflow,
         drain_target_s=config.drain_target_s if capacities else None,
     )
-    if listed is not None:
+    if listed is not None and not elements:
         group_routes = _marked_written(group_routes, listed)
         if traffic is not None:
             traffic = _written_traffic(traffic, listed)
@@ -365,6 +366,51 @@ def sweep_elements(
     return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
 
 
+def _stacked(first: pa.Table, second: pa.Table) -> pa.Table:
+    """Both tables' rows, a column nullable where either's is."""
+    schema = pa.schema(
+        [f.with_nullable(f.nullable or second.schema.field(f.name).nullable) for f in first.schema]
+    )
+    return pa.concat_tables([first.cast(schema), second.select(schema.names).cast(schema)])
+
+
+def with_detail(built: Staged, detail: Staged) -> Staged:
+    """``built`` (phase 0 and the file's scenarios) with the detailed sweep elements' phases
+    (``detail``: build_group_routes(elements=True)), each written where its steps touched: the
+    fleet's routes are not built again."""
+    listed = detail.touched
+    routes = _marked_written(detail.group_routes, listed)
+    ours = built.group_routes
+    i = ours.schema.get_field_index("written")
+    ours = ours.set_column(i, ours.schema.field(i), pc.fill_null(ours["written"], True))
+    traffic = built.traffic
+    if traffic is not None and detail.traffic is not None:
+        theirs = _written_traffic(detail.traffic, listed)
+        before = traffic
+
+        def queues() -> pa.Table:
+            return _stacked(before.queue_traffic, theirs.queue_traffic)
+
+        traffic = replace(
+            traffic,
+            unroutable=_stacked(traffic.unroutable, theirs.unroutable),
+            rejects=_stacked(traffic.rejects, theirs.rejects),
+            build_queue_traffic=queues,
+        )
+    touched = listed if built.touched is None else _stacked(built.touched, listed)
+    return replace(
+        built,
+        group_routes=_stacked(ours, routes),
+        with_movement=True,
+        with_stale_views=built.with_stale_views or detail.with_stale_views,
+        absent=tuple(c for c in built.absent if c in detail.absent and c != "written"),
+        traffic=traffic,
+        with_capacities=built.with_capacities or detail.with_capacities,
+        touched=touched,
+        last_phases={**built.last_phases, **detail.last_phases},
+    )
+
+
 def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
     """The whole job; ``built``: build_group_routes(None, config), where the caller built the routes
     before the session was up."""
@@ -375,8 +421,13 @@ def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None
     try:
         swept = sweep_elements(spark, config, sink, built, found.sweeps)
         if swept is not None and swept.detail:
-            runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
-            built = build_group_routes(spark, config, runs, prepared=built)
+            detail = build_group_routes(spark, config, swept.detail, prepared=built, elements=True)
+            if config.full_phases or (built.traffic is None) != (detail.traffic is None):
+                runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
+                built = build_group_routes(spark, config, runs, prepared=built)
+            else:
+                built = with_detail(built, detail)
+            del detail
         # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
         with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
             written = pool.submit(_write_queue_traffic, sink, built.traffic)
