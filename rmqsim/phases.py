@@ -143,15 +143,6 @@ def _later(rows: pa.Table, name: str) -> pa.Table:
     return rows
 
 
-def phase_rows(table: pa.Table, scenario: str, phase: int, touched: pa.Table | None, name: str) -> pa.Table:
-    """One phase of one scenario, whole: ``full`` for that phase alone."""
-    if touched is None:
-        return table.filter(pc.and_(pc.equal(table["scenario"], scenario), pc.equal(table["phase"], phase)))
-    last = {scenario: phase}
-    rows = full(name, table, touched, last, scenarios=(scenario,))
-    return rows.filter(pc.equal(rows["phase"], phase))
-
-
 def full_rejects(rejects: pa.Table, touched: pa.Table | None, last: Mapping[str, int]) -> pa.Table:
     """rejects/ with the allocation's and the traffic's rows of every phase whole, as ``full``
     gives the other tables (their phase and names are read from each row's JSON)."""
