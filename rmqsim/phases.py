@@ -1,5 +1,5 @@
-"""A scenario's full phases, rebuilt from phase 0 and what later phases wrote (docs/CONTRACT.md,
-section 4: "Later phases hold what changed").
+"""What a run writes of a scenario's later phases, and its full phases rebuilt from phase 0 and
+what they wrote (docs/CONTRACT.md, section 4: "Later phases hold what changed").
 
 Phase 0 is written once, as scenario ``baseline``; a later phase k of scenario S writes only the rows
 of the (topic, group)s that ``touched/`` lists for (S, k). Every other row of (S, k) is phase 0's
@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from rmqsim.stage import inflow
 
 SNAPSHOT = "baseline"  # the scenario name phase 0 is written under
 # What identifies a row's (topic, group) in each table rebuilt: a row is phase 0's unless touched/
@@ -47,6 +50,51 @@ PHASE_0_ONLY = {
         "one_library_unassigned",
     )
 }
+
+
+# ------------------------------------------------------------------ what a run writes
+
+
+def _written(table: pa.Table, listed: pa.Table, *columns: str) -> pa.ChunkedArray:
+    """Per row: phase 0's (scenario SNAPSHOT), or of a (scenario, phase, ``columns``) that
+    ``listed`` (touched/) names."""
+    snapshot = pc.equal(table["scenario"], SNAPSHOT)
+    named = pc.is_in(_key(table, columns), value_set=pc.unique(_key(listed, columns)))
+    return pc.or_(snapshot, named)
+
+
+def marked_written(group_routes: pa.Table, listed: pa.Table) -> pa.Table:
+    """The routes with ``written`` set: the stage writes phase 0 once and a later phase's touched
+    groups; a scenario's phase 0 and its untouched groups are there for the phases that compare."""
+    written = _written(
+        group_routes, listed.filter(pc.is_valid(listed["group"])), "scenario", "phase", "group"
+    )
+    i = group_routes.schema.get_field_index("written")
+    return group_routes.set_column(i, group_routes.schema.field(i), written)
+
+
+def written_traffic(traffic: inflow.Traffic, listed: pa.Table) -> inflow.Traffic:
+    """Queue traffic, unroutable rates and traffic rejects of phase 0 and the touched topics."""
+
+    def queues() -> pa.Table:
+        table = traffic.queue_traffic
+        return table.filter(_written(table, listed, "scenario", "phase", "topic"))
+
+    unroutable = traffic.unroutable.filter(_written(traffic.unroutable, listed, "scenario", "phase", "topic"))
+    rejects = traffic.rejects
+    if rejects.num_rows:  # a few populations: their keys are read back from the rows' JSON
+        keys = [json.loads(r) for r in rejects["row"].to_pylist()]
+        shown = pa.table(
+            {
+                c: pa.array([k[c] for k in keys], t)
+                for c, t in (("scenario", pa.string()), ("phase", pa.int32()), ("topic", pa.string()))
+            }
+        )
+        rejects = rejects.filter(_written(shown, listed, "scenario", "phase", "topic"))
+    return replace(traffic, unroutable=unroutable, rejects=rejects, build_queue_traffic=queues)
+
+
+# ------------------------------------------------------------------ full phases again
 
 
 def last_phases(summary: pa.Table) -> dict[str, int]:

@@ -5,7 +5,6 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -189,9 +188,9 @@ def build_group_routes(
         drain_target_s=config.drain_target_s if capacities else None,
     )
     if listed is not None and not elements:
-        group_routes = _marked_written(group_routes, listed)
+        group_routes = phases.marked_written(group_routes, listed)
         if traffic is not None:
-            traffic = _written_traffic(traffic, listed)
+            traffic = phases.written_traffic(traffic, listed)
     absent = {
         "backlogs": staged.offsets is None,
         "client_configs": staged.queue_config is None,
@@ -223,50 +222,6 @@ def build_group_routes(
         touched=listed,
         last_phases={s.name: s.last_phase for s in runs},
     )
-
-
-def _phase_keys(table: pa.Table, *columns: str) -> pa.ChunkedArray:
-    parts = [pc.cast(table[c], pa.string()) for c in columns]
-    return pc.binary_join_element_wise(*parts, "\x1f")
-
-
-def _written(table: pa.Table, listed: pa.Table, *columns: str) -> pa.ChunkedArray:
-    """Per row: phase 0's (scenario phases.SNAPSHOT), or of a (scenario, phase, ``columns``) that
-    ``listed`` (touched/) names."""
-    snapshot = pc.equal(table["scenario"], phases.SNAPSHOT)
-    named = pc.is_in(_phase_keys(table, *columns), value_set=pc.unique(_phase_keys(listed, *columns)))
-    return pc.or_(snapshot, named)
-
-
-def _marked_written(group_routes: pa.Table, listed: pa.Table) -> pa.Table:
-    """The routes with ``written`` set: the stage writes phase 0 once and a later phase's touched
-    groups; a scenario's phase 0 and its untouched groups are there for the phases that compare."""
-    written = _written(
-        group_routes, listed.filter(pc.is_valid(listed["group"])), "scenario", "phase", "group"
-    )
-    i = group_routes.schema.get_field_index("written")
-    return group_routes.set_column(i, group_routes.schema.field(i), written)
-
-
-def _written_traffic(traffic: inflow.Traffic, listed: pa.Table) -> inflow.Traffic:
-    """Queue traffic, unroutable rates and traffic rejects of phase 0 and the touched topics."""
-
-    def queues() -> pa.Table:
-        table = traffic.queue_traffic
-        return table.filter(_written(table, listed, "scenario", "phase", "topic"))
-
-    unroutable = traffic.unroutable.filter(_written(traffic.unroutable, listed, "scenario", "phase", "topic"))
-    rejects = traffic.rejects
-    if rejects.num_rows:  # a few populations: their keys are read back from the rows' JSON
-        keys = [json.loads(r) for r in rejects["row"].to_pylist()]
-        shown = pa.table(
-            {
-                c: pa.array([k[c] for k in keys], t)
-                for c, t in (("scenario", pa.string()), ("phase", pa.int32()), ("topic", pa.string()))
-            }
-        )
-        rejects = rejects.filter(_written(shown, listed, "scenario", "phase", "topic"))
-    return replace(traffic, unroutable=unroutable, rejects=rejects, build_queue_traffic=queues)
 
 
 def _traffic(
@@ -379,13 +334,13 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
     (``detail``: build_group_routes(elements=True)), each written where its steps touched: the
     fleet's routes are not built again."""
     listed = detail.touched
-    routes = _marked_written(detail.group_routes, listed)
+    routes = phases.marked_written(detail.group_routes, listed)
     ours = built.group_routes
     i = ours.schema.get_field_index("written")
     ours = ours.set_column(i, ours.schema.field(i), pc.fill_null(ours["written"], True))
     traffic = built.traffic
     if traffic is not None and detail.traffic is not None:
-        theirs = _written_traffic(detail.traffic, listed)
+        theirs = phases.written_traffic(detail.traffic, listed)
         before = traffic
 
         def queues() -> pa.Table:
