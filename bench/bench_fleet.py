@@ -105,14 +105,19 @@ def ensure_fleet(
     return True
 
 
-def timed(argv: list[str]) -> float:
+def ran(argv: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    """The wall seconds of a process that must succeed, and what it printed."""
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-4000:])
         raise SystemExit(f"exit code {done.returncode}: {' '.join(argv[:2])} ...")
-    return seconds
+    return seconds, done
+
+
+def timed(argv: list[str]) -> float:
+    return ran(argv)[0]
 
 
 def parse_args() -> argparse.Namespace:

@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import bench_fleet
@@ -42,12 +40,7 @@ sys.exit(code)
 
 def measured(argv: list[str]) -> dict[str, float]:
     """Wall seconds, the driver's peak RSS and the largest process's peak RSS (GB) of one run."""
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-4000:])
-        raise SystemExit(f"exit code {done.returncode}: {' '.join(argv[:4])} ...")
+    seconds, done = bench_fleet.ran(argv)
     driver = next(
         int(line.split()[1]) for line in done.stderr.splitlines() if line.startswith("driver_peak_kb")
     )

@@ -55,6 +55,15 @@ def unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, n
 
 
+def stacked(*tables: pa.Table) -> pa.Table:
+    """The rows of every table (the first's columns, in its order), a column nullable where any
+    table's is."""
+    schema = pa.schema(
+        [f.with_nullable(any(t.schema.field(f.name).nullable for t in tables)) for f in tables[0].schema]
+    )
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
+
+
 def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One Arrow array, whatever chunks a table column came in."""
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -310,6 +310,7 @@ def parser() -> argparse.ArgumentParser:
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
     from rmqsim import config, simulate
     from rmqsim.reporting import text
+    from rmqsim.scenarios.parse import ELEMENT
 
     cfg = config.SimulateConfig(
         snapshot=snapshot,
@@ -349,7 +350,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         )
         print()
         # A sweep's detailed elements are in its table above: the scenarios of the file here.
-        print(text.format_comparison([r for r in result.comparison if "/" not in r["scenario"]]))
+        print(text.format_comparison([r for r in result.comparison if ELEMENT not in r["scenario"]]))
         print()
         print(text.format_recommendation(result.recommendation))
         if result.exposure:

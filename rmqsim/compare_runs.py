@@ -156,17 +156,6 @@ class TableResult:
     lines: list[str]  # its result line, then example rows found in one run only
 
 
-def _typed(table: pa.Table) -> pa.Table:
-    """Hive partition columns (read as strings) as the rebuild needs them: the phase an int."""
-    return (
-        table
-        if table.schema.field("scenario").type == pa.string()
-        else table.cast(
-            table.schema.set(table.schema.get_field_index("scenario"), pa.field("scenario", pa.string()))
-        )
-    )
-
-
 def compare_runs(
     old_run: Path,
     new_run: Path,
@@ -198,7 +187,7 @@ def compare_runs(
             return phases.full_rejects(table, listed, last)
         if name not in phases.PHASED_TABLES:
             return table
-        return phases.full(name, _typed(table), listed, last)
+        return phases.full(name, table, listed, last)
 
     results = []
     for name in found if tables is None else tables:

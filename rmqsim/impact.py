@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
+from rmqsim.scenarios.parse import ELEMENT
 from rmqsim.stage.capacity import EXACT, millionths
 
-ELEMENT = "/"  # an element's scenario is named "<sweep>/<element>"
 # The figures of sweep/, with the table and column of the stage's rows each is summed from.
 SUMMED = {
     "queues_unread": ("group_metrics", "unassigned_queues"),

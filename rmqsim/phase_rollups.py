@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import phases, rollups
+from rmqsim.scenarios.parse import ELEMENT
 
-UNTOUCHED = "/untouched"  # no scenario has this name: "/" is refused in names
+UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
 
 
 @dataclass(frozen=True)

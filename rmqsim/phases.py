@@ -81,16 +81,8 @@ def written_traffic(traffic: inflow.Traffic, listed: pa.Table) -> inflow.Traffic
         return table.filter(_written(table, listed, "scenario", "phase", "topic"))
 
     unroutable = traffic.unroutable.filter(_written(traffic.unroutable, listed, "scenario", "phase", "topic"))
-    rejects = traffic.rejects
-    if rejects.num_rows:  # a few populations: their keys are read back from the rows' JSON
-        keys = [json.loads(r) for r in rejects["row"].to_pylist()]
-        shown = pa.table(
-            {
-                c: pa.array([k[c] for k in keys], t)
-                for c, t in (("scenario", pa.string()), ("phase", pa.int32()), ("topic", pa.string()))
-            }
-        )
-        rejects = rejects.filter(_written(shown, listed, "scenario", "phase", "topic"))
+    rejects = traffic.rejects  # a few populations
+    rejects = rejects.filter(_written(_reject_keys(rejects), listed, "scenario", "phase", "topic"))
     return replace(traffic, unroutable=unroutable, rejects=rejects, build_queue_traffic=queues)
 
 
@@ -196,16 +188,8 @@ def full_rejects(rejects: pa.Table, touched: pa.Table | None, last: Mapping[str,
     gives the other tables (their phase and names are read from each row's JSON)."""
     if touched is None:
         return rejects
-    rows = [json.loads(r) if r is not None else {} for r in rejects["row"].to_pylist()]
-    keyed = pa.table(
-        {
-            "scenario": pa.array([r.get("scenario") for r in rows], pa.string()),
-            "phase": pa.array([r.get("phase") for r in rows], pa.int32()),
-            "topic": pa.array([r.get("topic") for r in rows], pa.string()),
-            "group": pa.array([r.get("group") for r in rows], pa.string()),
-            "_row": pa.array(range(len(rows)), pa.int64()),
-        }
-    )
+    keyed = _reject_keys(rejects)
+    keyed = keyed.append_column("_row", pa.array(range(keyed.num_rows), pa.int64()))
     phased = pc.is_valid(keyed["scenario"])
     parts = [rejects.filter(pc.invert(phased))]
     for source, name in (("allocation", "allocation_rejects"), ("traffic", "traffic_rejects")):
@@ -215,6 +199,14 @@ def full_rejects(rejects: pa.Table, touched: pa.Table | None, last: Mapping[str,
         original = rejects.take(whole["_row"])
         parts.append(original.set_column(2, rejects.schema.field(2), _renamed(original["row"], whole)))
     return pa.concat_tables(parts)
+
+
+def _reject_keys(rejects: pa.Table) -> pa.Table:
+    """Each reject row's scenario, phase, topic and group, as its JSON names them (null where it
+    names none: a snapshot row's)."""
+    rows = [json.loads(r) if r is not None else {} for r in rejects["row"].to_pylist()]
+    keys = {"scenario": pa.string(), "phase": pa.int32(), "topic": pa.string(), "group": pa.string()}
+    return pa.table({c: pa.array([r.get(c) for r in rows], t) for c, t in keys.items()})
 
 
 def _renamed(rows: pa.ChunkedArray, keys: pa.Table) -> pa.Array:

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from rmqsim import impact, phase_rollups, phases, rollups, schemas, session
+from rmqsim.arrays import stacked
 from rmqsim.config import SimulateConfig
 from rmqsim.scenarios import apply, names, parse
 from rmqsim.scenarios import sweeps as sweep_scenarios
@@ -321,14 +322,6 @@ def sweep_elements(
     return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
 
 
-def _stacked(first: pa.Table, second: pa.Table) -> pa.Table:
-    """Both tables' rows, a column nullable where either's is."""
-    schema = pa.schema(
-        [f.with_nullable(f.nullable or second.schema.field(f.name).nullable) for f in first.schema]
-    )
-    return pa.concat_tables([first.cast(schema), second.select(schema.names).cast(schema)])
-
-
 def with_detail(built: Staged, detail: Staged) -> Staged:
     """``built`` (phase 0 and the file's scenarios) with the detailed sweep elements' phases
     (``detail``: build_group_routes(elements=True)), each written where its steps touched: the
@@ -344,18 +337,18 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
         before = traffic
 
         def queues() -> pa.Table:
-            return _stacked(before.queue_traffic, theirs.queue_traffic)
+            return stacked(before.queue_traffic, theirs.queue_traffic)
 
         traffic = replace(
             traffic,
-            unroutable=_stacked(traffic.unroutable, theirs.unroutable),
-            rejects=_stacked(traffic.rejects, theirs.rejects),
+            unroutable=stacked(traffic.unroutable, theirs.unroutable),
+            rejects=stacked(traffic.rejects, theirs.rejects),
             build_queue_traffic=queues,
         )
-    touched = listed if built.touched is None else _stacked(built.touched, listed)
+    touched = listed if built.touched is None else stacked(built.touched, listed)
     return replace(
         built,
-        group_routes=_stacked(ours, routes),
+        group_routes=stacked(ours, routes),
         with_movement=True,
         with_stale_views=built.with_stale_views or detail.with_stale_views,
         absent=tuple(c for c in built.absent if c in detail.absent and c != "written"),

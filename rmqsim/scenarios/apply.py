@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqsim.arrays import stacked
 from rmqsim.errors import InputError
 from rmqsim.scenarios import parse as sc
 from rmqsim.scenarios import touched
@@ -76,14 +77,6 @@ def _rows(
     return pa.table(
         [given[f.name] if f.name in given else pa.nulls(n, f.type) for f in fields], schema=pa.schema(fields)
     )
-
-
-def _union(*tables: pa.Table) -> pa.Table:
-    """The rows of every table, a column nullable where any table's is."""
-    schema = pa.schema(
-        [f.with_nullable(any(t.schema.field(f.name).nullable for t in tables)) for f in tables[0].schema]
-    )
-    return pa.concat_tables([t.cast(schema) for t in tables])
 
 
 def _not_null(schema: pa.Schema, *names: str) -> frozenset[str]:
@@ -157,8 +150,8 @@ def _add_brokers(step: sc.AddBrokers, tables: Snapshot) -> Snapshot:
     not_null = frozenset(literal) | _not_null(queues.schema, "topic")
     return replace(
         tables,
-        brokers=_union(brokers, new),
-        topic_queues=_union(queues, _rows(queues.schema, each, columns, not_null)),
+        brokers=stacked(brokers, new),
+        topic_queues=stacked(queues, _rows(queues.schema, each, columns, not_null)),
     )
 
 
@@ -222,7 +215,7 @@ def _consumers_join(step: sc.ConsumersJoin, tables: Snapshot, *, first: Snapshot
     literal = {"group", *(c for c, v in given.items() if v is not None)}
     from_snapshot = _not_null(schema, "topic") & _not_null(first.consumers.schema, "topic")
     not_null = frozenset(literal) | (from_snapshot if step.topics is None else frozenset())
-    return replace(tables, consumers=_union(consumers, _rows(schema, n, columns, not_null)))
+    return replace(tables, consumers=stacked(consumers, _rows(schema, n, columns, not_null)))
 
 
 def _consumers_leave(step: sc.ConsumersLeave, tables: Snapshot) -> Snapshot:
@@ -278,7 +271,7 @@ def _set_group_columns(
     had_row = pc.is_in(named, value_set=groups["group"].combine_chunks(), skip_nulls=True)
     missing = named.filter(pc.invert(had_row))
     new = _rows(groups.schema, len(missing), {"group": missing}, _not_null(tables.consumers.schema, "group"))
-    groups = _union(groups, new)
+    groups = stacked(groups, new)
     chosen = _named(groups["group"], names)
     for column, value in updates.items():
         if (value is None and not nulls) or column not in groups.schema.names:
@@ -335,7 +328,7 @@ def _set_traffic(step: sc.SetTraffic, tables: Snapshot) -> Snapshot:
                 "send_latency_fault_enable": _constant(False, pa.bool_(), len(missing)),
             },
         )
-        updated = _union(updated, added)
+        updated = stacked(updated, added)
     return replace(tables, producers=updated)
 
 
@@ -426,8 +419,9 @@ def phased_changes(
     (a later phase compares with it). With the touched table: what each later phase writes."""
     runs = [] if snapshot_name is None else [(snapshot_name, [tables])]
     listed = []
+    first_pairs = touched.pairs(tables.consumers)
     for scenario in scenarios:
-        cut = touched.restricted(phase_snapshots(tables, scenario), scenario)
+        cut = touched.restricted(phase_snapshots(tables, scenario), scenario, first_pairs)
         runs.append((scenario.name, cut.phases))
         listed.append(cut.touched)
     return _stack(tables, runs), pa.concat_tables([touched.TOUCHED.empty_table(), *listed])
@@ -448,7 +442,7 @@ def _stack(tables: Snapshot, runs: list[tuple[str, list[Snapshot]]]) -> Snapshot
 def _stacked(states: list[tuple[pa.Table, list[tuple[str, int]]]]) -> pa.Table:
     shared = any(len(keys) > 1 for _, keys in states)  # Spark cross joins it with keys that may be null
     keys = [pa.field("scenario", pa.string(), shared), pa.field("phase", pa.int32(), shared)]
-    return _union(
+    return stacked(
         *[
             pa.table(
                 [
@@ -495,7 +489,7 @@ def stale_views(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> pa.Table 
                     schema=STALE_VIEWS.set(3, STALE_VIEWS.field("client_id").with_nullable(nullable)),
                 )
             )
-    return _union(*parts) if parts else None
+    return stacked(*parts) if parts else None
 
 
 def _stale_clients(current: Snapshot, step: sc.StaleView) -> pa.Array:
@@ -549,7 +543,7 @@ def with_left_subscriptions(client_lists: pa.Table, scenarios: Sequence[sc.Scena
     # As Spark types the new rows: the phases come from a table of them, the lists are literals.
     not_null = _not_null(schema, "scenario", "topic", "group") | frozenset(empty)
     added = _rows(schema, n, {**{c: left[c].cast(schema.field(c).type) for c in key}, **empty}, not_null)
-    return _union(client_lists, added)
+    return stacked(client_lists, added)
 
 
 def _empty_lists(type_: pa.DataType, n: int) -> pa.Array:

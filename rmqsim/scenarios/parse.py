@@ -21,6 +21,7 @@ from rmqsim.schemas import LANGUAGES, MAX_FACTOR, MAX_RATE, MESSAGE_MODELS, REBA
 
 ALL = "all"
 AFTER_S = 600.0  # seconds from the step before (T_0 = 0) to a step (docs/CONTRACT.md, section 2e)
+ELEMENT = "/"  # a sweep's element scenario is "<sweep>/<element>": refused in the file's names
 BASELINE = "baseline"  # phase 0 is written once under this name
 
 
@@ -336,7 +337,7 @@ def _name(entry: object, where: str, what: str) -> str:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
         raise InputError(where, "name", f"every {what} needs a non-empty name")
     name = entry["name"].strip()
-    if "/" in name:
+    if ELEMENT in name:
         raise InputError(
             f"{where} '{name}'",
             "name",

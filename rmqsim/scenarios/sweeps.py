@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim.errors import InputError
-from rmqsim.scenarios.parse import ALL, BrokerDown, Crash, RoomDown, Scenario, Step, Sweep
+from rmqsim.scenarios.parse import ALL, ELEMENT, BrokerDown, Crash, RoomDown, Scenario, Step, Sweep
 from rmqsim.snapshot.load import Snapshot
 
 
@@ -65,7 +65,8 @@ def _crashes(sweep: Sweep, consumers: pa.Table) -> tuple[Scenario, ...]:
 
 def _scenarios(sweep: Sweep, names: pa.Array | pa.ChunkedArray, steps: list[Step]) -> tuple[Scenario, ...]:
     return tuple(
-        Scenario(f"{sweep.name}/{name}", (step,)) for name, step in zip(names.to_pylist(), steps, strict=True)
+        Scenario(f"{sweep.name}{ELEMENT}{name}", (step,))
+        for name, step in zip(names.to_pylist(), steps, strict=True)
     )
 
 

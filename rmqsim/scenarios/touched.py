@@ -17,17 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqsim import schemas
+from rmqsim.arrays import combined, stacked
 from rmqsim.scenarios import parse as sc
 from rmqsim.snapshot.load import Snapshot
 
-TOUCHED = pa.schema(
-    [
-        pa.field("scenario", pa.string(), nullable=False),
-        pa.field("phase", pa.int32(), nullable=False),
-        pa.field("topic", pa.string(), nullable=False),
-        pa.field("group", pa.string()),  # null: a topic whose traffic changed while no group reads it
-    ]
-)
+TOUCHED = schemas.arrow(schemas.TOUCHED)
 _NO_NAMES = pa.array([], pa.string())
 
 
@@ -62,8 +57,7 @@ def changed_keys(before: pa.Table, after: pa.Table, key: str) -> pa.Array:
     multisets): what a step changed in that table."""
     if before is after:
         return _NO_NAMES
-    schema = pa.schema([f.with_nullable(True) for f in after.schema])
-    both = pa.concat_tables([before.select(schema.names).cast(schema), after.cast(schema)])
+    both = stacked(before, after)
     ids = _row_ids(both)
     n = before.num_rows
     counts = np.bincount(ids[:n], minlength=ids.max() + 1 if len(ids) else 0)
@@ -72,14 +66,10 @@ def changed_keys(before: pa.Table, after: pa.Table, key: str) -> pa.Array:
     return _union(both[key].filter(pa.array(differ)))
 
 
-def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-
-
 def _union(*arrays: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The distinct names of every array (nulls left out)."""
-    flat = [_flat(pc.drop_null(a)).cast(pa.string()) for a in arrays]
-    return _flat(pc.unique(pa.concat_arrays(flat))) if flat else _NO_NAMES
+    flat = [combined(pc.drop_null(a)).cast(pa.string()) for a in arrays]
+    return combined(pc.unique(pa.concat_arrays(flat))) if flat else _NO_NAMES
 
 
 def _topics_on(brokers: pa.Array, *snaps: Snapshot) -> pa.Array:
@@ -128,7 +118,8 @@ def touched(phases: list[Snapshot], scenario: sc.Scenario) -> Touched:
     return Touched(topics[1:], groups[1:])
 
 
-def _pairs(consumers: pa.Table) -> pa.Table:
+def pairs(consumers: pa.Table) -> pa.Table:
+    """The distinct (topic, group)s of a consumers table."""
     return consumers.select(["topic", "group"]).group_by(["topic", "group"], use_threads=False).aggregate([])
 
 
@@ -140,34 +131,31 @@ class Restricted:
     touched: pa.Table  # TOUCHED
 
 
-def restricted(phases: list[Snapshot], scenario: sc.Scenario) -> Restricted:
+def restricted(phases: list[Snapshot], scenario: sc.Scenario, first_pairs: pa.Table) -> Restricted:
     """``phases`` (apply.phase_snapshots) with every phased table cut to the groups the scenario
     touches by its last phase and the topics they read or it touches; every broker stays (they
-    are few). The rows of one phase's tables come out as that phase's tables would give them."""
+    are few). The rows of one phase's tables come out as that phase's tables would give them.
+    ``first_pairs``: pairs(phase 0's consumers), the same for every scenario."""
     changes = touched(phases, scenario)
-    seen: dict[int, pa.Table] = {}
-    pairs_by_phase = []
-    for snap in phases:
-        if id(snap.consumers) not in seen:
-            seen[id(snap.consumers)] = _pairs(snap.consumers)
-        pairs_by_phase.append(seen[id(snap.consumers)])
+    known = first_pairs  # every (topic, group) of phases 0..k
     parts = []
     for k in range(1, len(phases)):
+        if phases[k].consumers is not phases[k - 1].consumers:
+            known = pairs(stacked(known, pairs(phases[k].consumers)))
         topics, groups = changes.topics[k - 1], changes.groups[k - 1]
-        known = pa.concat_tables(pairs_by_phase[: k + 1]).group_by(["topic", "group"]).aggregate([])
         readers = known.filter(pc.is_in(known["topic"], value_set=topics))["group"]
         groups = _union(groups, readers)
-        pairs = known.filter(pc.is_in(known["group"], value_set=groups))
-        unread = topics.filter(pc.invert(pc.is_in(topics, value_set=_flat(pairs["topic"]))))
-        n = pairs.num_rows + len(unread)
+        mine = known.filter(pc.is_in(known["group"], value_set=groups))
+        unread = topics.filter(pc.invert(pc.is_in(topics, value_set=combined(mine["topic"]))))
+        n = mine.num_rows + len(unread)
         parts.append(
             pa.table(
                 [
                     pa.repeat(pa.scalar(scenario.name), n),
                     pa.repeat(pa.scalar(k, pa.int32()), n),
-                    pa.concat_arrays([_flat(pairs["topic"]).cast(pa.string()), unread]),
+                    pa.concat_arrays([combined(mine["topic"]).cast(pa.string()), unread]),
                     pa.concat_arrays(
-                        [_flat(pairs["group"]).cast(pa.string()), pa.nulls(len(unread), pa.string())]
+                        [combined(mine["group"]).cast(pa.string()), pa.nulls(len(unread), pa.string())]
                     ),
                 ],
                 schema=TOUCHED,

@@ -225,11 +225,7 @@ class ArrowSink:
         handed over as files, one Spark job, then the kept attempts' files moved into the run."""
         job = self.Job(self.directory.beside("tasks"), tuple(tables))
         try:
-            count = job.hand_over(stage)
-            ids = self.spark.range(0, count, numPartitions=count)
-            with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}"):
-                written = ids.mapInArrow(partial(write_task_files, job=job), WRITTEN).toArrow()
-            self._commit(job, written)
+            self._commit(job, self._tasks(job, stage, write_task_files, ", ".join(tables)))
         finally:
             shutil.rmtree(job.temporary, ignore_errors=True)
 
@@ -238,10 +234,7 @@ class ArrowSink:
         the run: the routes handed over as files, one Spark job, each kept attempt's rows read."""
         job = self.Job(self.directory.beside("collect"), tuple(tables))
         try:
-            count = job.hand_over(stage)
-            ids = self.spark.range(0, count, numPartitions=count)
-            with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}, collected"):
-                kept = ids.mapInArrow(partial(collect_task_rows, job=job), WRITTEN).toArrow()
+            kept = self._tasks(job, stage, collect_task_rows, f"{', '.join(tables)}, collected")
             return {
                 name: _read_streams(
                     [os.path.join(folder, f"{name}.arrow") for folder in kept["attempt"].to_pylist()],
@@ -251,6 +244,14 @@ class ArrowSink:
             }
         finally:
             shutil.rmtree(job.temporary, ignore_errors=True)
+
+    def _tasks(self, job: StageJob, stage: StageInput, task, what: str) -> pa.Table:
+        """``stage``'s routes handed over as ``job``'s files, and one Spark job whose task k runs
+        ``task`` on file k; what the kept attempts returned (WRITTEN rows)."""
+        count = job.hand_over(stage)
+        ids = self.spark.range(0, count, numPartitions=count)
+        with session.job_description(self.spark, f"rmqsim: {what}"):
+            return ids.mapInArrow(partial(task, job=job), WRITTEN).toArrow()
 
     def _commit(self, job: StageJob, written: pa.Table) -> None:
         for name in job.tables:

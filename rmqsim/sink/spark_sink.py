@@ -80,14 +80,7 @@ class SparkSink:
         Nothing is kept that Spark cannot compute again: the routes start from the driver's
         Arrow table, and the packed rows are cached, not checkpointed. A lost executor's blocks
         and shuffle files are recomputed from the driver's routes, and the run goes on."""
-        # Its Arrow types are GROUP_ROUTES'; every table's write starts from it.
-        routes = session.from_arrow(self.spark, stage.group_routes, reused=True)
-        staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
-        handed = tasks.handed_to_tasks(
-            staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
-        )
-        packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
-        packed = packed.persist(StorageLevel.MEMORY_AND_DISK)
+        packed = self._packed(stage, tables, reused=True).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             for name in tables:
                 self._write(name, _rows_of(packed, name))
@@ -97,13 +90,8 @@ class SparkSink:
     def collect_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> dict[str, pa.Table]:
         """The stage's ``tables`` over ``stage``'s routes, back in the driver and never written:
         the routes handed to the executors partitioned by group, the packed rows collected."""
-        routes = session.from_arrow(self.spark, stage.group_routes)
-        staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
-        handed = tasks.handed_to_tasks(
-            staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
-        )
         with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}, collected"):
-            packed = handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED).toArrow()
+            packed = self._packed(stage, tables).toArrow()
         parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
         for name, blob in zip(packed["table"].to_pylist(), packed["batch"].to_pylist()):
             parts[name].append(pa.ipc.open_stream(pa.py_buffer(blob)).read_all())
@@ -111,6 +99,16 @@ class SparkSink:
             name: pa.concat_tables(found) if found else schemas.arrow(stage_form(name)).empty_table()
             for name, found in parts.items()
         }
+
+    def _packed(self, stage: tasks.StageInput, tables: Sequence[str], *, reused: bool = False) -> DataFrame:
+        """The stage's rows of ``tables``, packed: the routes (the driver's Arrow table; ``reused``:
+        several queries start from it) handed to the executors partitioned by group."""
+        routes = session.from_arrow(self.spark, stage.group_routes, reused=reused)  # GROUP_ROUTES' types
+        staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
+        handed = tasks.handed_to_tasks(
+            staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
+        )
+        return handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
 
     def _write(self, name: str, rows: DataFrame) -> None:
         self._written.add(name)
