@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
+from rmqsim.arrays import combined, runs_of
 from rmqsim.scenarios.parse import ELEMENT
 from rmqsim.stage.capacity import EXACT, millionths
 
@@ -35,14 +36,26 @@ COLLECTED = ("group_metrics", "consumer_load", "movement")
 def _per_element(table: pa.Table, column: str) -> pa.Table:
     """Per (scenario, strategy): the column summed (booleans counted), as doubles; IN_MILLIONTHS'
     columns in millionths, as summary sums them, so that the sum is exact."""
-    values = pc.fill_null(pc.cast(table[column], pa.float64()), 0.0)
+    values = pc.fill_null(pc.cast(table[column], pa.float64()), 0.0).to_numpy(zero_copy_only=False)
     if column in IN_MILLIONTHS:
-        values = pa.array(millionths(values.to_numpy(zero_copy_only=False)))
-    keys = [c for c in ("scenario", "strategy", "topic", "group", "client_id") if c in table.column_names]
-    summed = pa.table({**{k: table[k] for k in keys}, "v": values})
-    # In one order whatever the tasks' order: the same rows give the same bits.
-    summed = summed.sort_by([(k, "ascending") for k in keys])
-    return summed.group_by(["scenario", "strategy"], use_threads=False).aggregate([("v", "sum")])
+        values = millionths(values)
+    scenario = pc.dictionary_encode(combined(table["scenario"]))
+    strategy = pc.dictionary_encode(combined(table["strategy"]))
+    key = scenario.indices.to_numpy().astype(np.int64) * max(len(strategy.dictionary), 1)
+    key += strategy.indices.to_numpy()
+    # Summed in one order, by value within each key, whatever order the tasks returned the rows
+    # in: the same rows give the same bits.
+    order = np.lexsort((values, key))
+    keys, first, _ = runs_of(key[order])
+    sums = np.add.reduceat(values[order], first) if len(first) else np.zeros(0)
+    n = max(len(strategy.dictionary), 1)
+    return pa.table(
+        {
+            "scenario": scenario.dictionary.take(pa.array(keys // n)),
+            "strategy": strategy.dictionary.take(pa.array(keys % n)),
+            "v_sum": pa.array(sums, pa.float64()),
+        }
+    )
 
 
 def _at(keys: pa.ChunkedArray, values: pa.ChunkedArray, wanted: pa.Array) -> np.ndarray:
@@ -79,9 +92,10 @@ def changes(
     strategy = pa.array([s for names in elements.values() for _ in names for s in strategies], pa.string())
     sweep = pa.array([w for w, names in elements.items() for _ in names for _ in strategies], pa.string())
     columns: dict[str, pa.Array] = {"sweep": sweep, "element": _element_names(scenario), "strategy": strategy}
+    phased = {(t, p): _at_phase(rows[t], p) for t, _ in SUMMED.values() for p in (0, 1)}
     for figure, (table, column) in SUMMED.items():
-        after = _lookup(_per_element(_at_phase(rows[table], 1), column), scenario, strategy)
-        before = _lookup(_per_element(_at_phase(rows[table], 0), column), scenario, strategy)
+        after = _lookup(_per_element(phased[table, 1], column), scenario, strategy)
+        before = _lookup(_per_element(phased[table, 0], column), scenario, strategy)
         columns[figure] = pa.array((after - before) / (EXACT if column in IN_MILLIONTHS else 1))
     first = _at_phase(rows["movement"], 1, "to_phase")
     columns["queues_moved"] = pa.array(

@@ -49,15 +49,19 @@ class MetricRows:
 
     group_metrics: pa.RecordBatch
     consumer_load: pa.RecordBatch
-    assignments: pa.RecordBatch  # schemas.CLIENT_ASSIGNMENTS: a row per client that holds a queue
+    assignments: pa.RecordBatch | None  # schemas.CLIENT_ASSIGNMENTS: a row per client that holds a queue
     falling_behind: pa.RecordBatch | None  # where asked for
 
 
 def metric_rows(
-    rows: pa.RecordBatch, allocated: list[Allocated], *, falling_behind: bool = False
+    rows: pa.RecordBatch,
+    allocated: list[Allocated],
+    *,
+    falling_behind: bool = False,
+    assignments: bool = True,
 ) -> list[MetricRows]:
     """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows)); with
-    ``falling_behind``, that table's rows too."""
+    ``falling_behind``, that table's rows too; without ``assignments``, not theirs (None)."""
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     traffic_known = has_traffic(rows)
@@ -83,7 +87,7 @@ def metric_rows(
             MetricRows(
                 group_metrics=_group_metric_rows(rows, a, columns),
                 consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums),
-                assignments=_assignment_lists(rows, a),
+                assignments=_assignment_lists(rows, a) if assignments else None,
                 falling_behind=behind,
             )
         )

@@ -28,7 +28,8 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
     if not rows.num_rows:
         return out
     allocated = allocate_rows(rows)
-    for strategy in metric_rows(rows, allocated, falling_behind="falling_behind" in out):
+    wanted = dict(falling_behind="falling_behind" in out, assignments="assignments" in out)
+    for strategy in metric_rows(rows, allocated, **wanted):
         for table in ("group_metrics", "consumer_load", "assignments", "falling_behind"):
             if table in out:
                 out[table].append(getattr(strategy, table))
