@@ -352,7 +352,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         # A sweep's detailed elements are in its table above: the scenarios of the file here.
         print(text.format_comparison([r for r in result.comparison if ELEMENT not in r["scenario"]]))
         print()
-        print(text.format_recommendation(result.recommendation))
+        print(text.format_recommendation(result.recommendation, result.recommended_groups))
         if result.exposure:
             print()
             print(text.format_exposure(result.exposure))

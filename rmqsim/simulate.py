@@ -6,9 +6,10 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +26,7 @@ from rmqsim.snapshot.load import Snapshot, load_snapshot, schemas_table
 from rmqsim.stage import inflow, routes, tasks
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BASELINE = "baseline"
 # Sweep elements per chunk at first, and the fewest route rows a chunk may hold: the chunks after
@@ -33,6 +35,8 @@ FIRST_SWEEP_CHUNK = 4
 SWEEP_CHUNK_ROWS = 20_000
 # The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
 BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
+# The recommendation's rows a run hands back to print: a fleet has tens of thousands of groups.
+PRINTED_GROUPS = 20
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,13 @@ class RunResult:
     out: str
     summary: list[dict]  # per (scenario, phase, strategy)
     comparison: list[dict] = field(default_factory=list)  # per (scenario, strategy), with scenarios
-    recommendation: list[dict] = field(default_factory=list)  # per group, with scenarios
+    # Per group, with scenarios: the groups a scenario strands messages of, then the others by
+    # name, at most PRINTED_GROUPS of them (recommendation/ has every group, of recommended_groups).
+    recommendation: list[dict] = field(default_factory=list)
     exposure: list[dict] = field(default_factory=list)  # per (scenario, strategy), with stale views
     reconciliation: list[dict] = field(default_factory=list)  # per table: read, used, rejected
     sweep: list[dict] = field(default_factory=list)  # per (sweep, element, strategy), with sweeps
+    recommended_groups: int = 0  # recommendation/'s rows
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -283,26 +290,45 @@ def sweep_elements(
 ) -> Swept | None:
     """Every element of every sweep through the stage, each cut to what it touches, in chunks of
     about as many route rows as the fleet has (so that the driver holds about one fleet's worth
-    more); their rows back in the driver, summed per element, ranked. None without sweeps."""
+    more); their rows back in the driver, summed per element, ranked. None without sweeps.
+
+    The driver's part of a chunk (its routes before, its sums after) is done in threads while
+    Spark runs the chunk before: numpy and pyarrow let go of the GIL."""
     if not sweeps:
         return None
     found = sweep_scenarios.expand(sweeps, built.checked)
     every = [(sweep, s) for sweep, scenarios in found.items() for s in scenarios]
     # Every strategy the run computes: an element's row for one its touched groups never run is 0.
     strategies = sorted(pc.unique(pc.list_flatten(built.group_routes["strategies"])).to_pylist())
+    chunks = _ahead(_element_chunks(config, built, every))
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-sums") as pool:
+        parts = []
+        for chunk, elements in chunks:
+            rows = sink.collect_stage(stage_input(spark, elements, config), impact.COLLECTED)
+            names: dict[str, list[str]] = {}
+            for sweep, scenario in chunk:
+                names.setdefault(sweep, []).append(scenario.name)
+            unroutable = None if elements.traffic is None else elements.traffic.unroutable
+            parts.append(pool.submit(impact.changes, names, rows, strategies, unroutable))
+            del elements, rows
+        changes = pa.concat_tables([part.result() for part in parts])
+    ranked, chosen = impact.ranked(changes, config.sweep_detail)
+    log.info(
+        "simulate: %d sweep elements in %d chunks, %d of them detailed", len(every), len(parts), len(chosen)
+    )
+    return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
+
+
+def _element_chunks(
+    config: SimulateConfig, built: Staged, every: list[tuple[str, parse.Scenario]]
+) -> Iterator[tuple[list[tuple[str, parse.Scenario]], Staged]]:
+    """The sweep elements (sweep name, scenario) in chunks, each with its routes: the first
+    FIRST_SWEEP_CHUNK elements, then as many as the last chunk says fill the fleet's route rows."""
     budget = max(built.group_routes.num_rows, SWEEP_CHUNK_ROWS)
-    parts, done, size = [], 0, FIRST_SWEEP_CHUNK
+    done, size = 0, FIRST_SWEEP_CHUNK
     while done < len(every):
         chunk = every[done : done + size]
-        elements = build_group_routes(
-            spark, config, tuple(s for _, s in chunk), prepared=built, elements=True
-        )
-        rows = sink.collect_stage(stage_input(spark, elements, config), impact.COLLECTED)
-        names: dict[str, list[str]] = {}
-        for sweep, scenario in chunk:
-            names.setdefault(sweep, []).append(scenario.name)
-        unroutable = None if elements.traffic is None else elements.traffic.unroutable
-        parts.append(impact.changes(names, rows, strategies, unroutable))
+        elements = build_group_routes(None, config, tuple(s for _, s in chunk), prepared=built, elements=True)
         done += len(chunk)
         log.info(
             "simulate: sweep elements %d to %d of %d: %d route rows",
@@ -313,13 +339,16 @@ def sweep_elements(
         )
         per_element = max(elements.group_routes.num_rows / len(chunk), 1.0)
         size = max(1, int(budget // per_element))
-        del elements, rows
-    changes = pa.concat_tables(parts)
-    ranked, chosen = impact.ranked(changes, config.sweep_detail)
-    log.info(
-        "simulate: %d sweep elements in %d chunks, %d of them detailed", len(every), len(parts), len(chosen)
-    )
-    return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
+        yield chunk, elements
+
+
+def _ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, each computed in a thread while the caller works on the one before."""
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-ahead") as pool:
+        following = pool.submit(next, items, None)
+        while (item := following.result()) is not None:
+            following = pool.submit(next, items, None)
+            yield item
 
 
 def with_detail(built: Staged, detail: Staged) -> Staged:
@@ -451,11 +480,22 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
         sink.directory.out,
         summary.to_pylist(),
         sorted(_rows(comparison), key=lambda r: (r["scenario"], r["strategy"])),
-        sorted(_rows(advice), key=lambda r: r["group"]),
+        _printed(advice),
         _rows(exposure),
         sorted(counted.to_pylist(), key=lambda r: reconcile.TABLES.index(r["table"])),
         _rows(sweep),
+        0 if advice is None else advice.num_rows,
     )
+
+
+def _printed(advice: pa.Table | None) -> list[dict]:
+    """The recommendation's PRINTED_GROUPS rows to print: advised groups first, each part by name."""
+    if advice is None:
+        return []
+    stranded = pc.is_valid(advice["advice"]).to_numpy(zero_copy_only=False)
+    keyed = advice.append_column("quiet", pa.array(~stranded))
+    first = keyed.sort_by([("quiet", "ascending"), ("group", "ascending")]).slice(0, PRINTED_GROUPS)
+    return first.drop_columns(["quiet"]).to_pylist()
 
 
 def _rows(table: pa.Table | None) -> list[dict]:

@@ -170,3 +170,29 @@ def test_the_overview_of_a_run_without_steps_or_traffic(tmp_path) -> None:
     )
     assert row["last_phase"] == 0 and row["behind_after_a_step"] is None  # no step to be behind after
     assert [row[k] for k in results.OVERVIEW_KEYS[3:]] == [None] * 5
+
+
+def test_a_fleet_prints_its_advised_groups_first_and_at_most_twenty() -> None:
+    from rmqsim import simulate
+
+    # 25 groups g00..g24; g03 and g17 have advice (a scenario strands their messages).
+    advised = {"g03", "g17"}
+    names = [f"g{i:02d}" for i in range(25)]
+    rows = pa.table(
+        {
+            "group": names,
+            "advice": [f"drain {g} first" if g in advised else None for g in names],
+            "most_stranded_msgs_per_s": [1.5 if g in advised else None for g in names],
+        }
+    )
+    printed = simulate._printed(rows)
+    # The two advised groups, then the first 18 others by name: g00..g02, g04..g16, g18, g19.
+    assert [r["group"] for r in printed] == ["g03", "g17", *[g for g in names if g not in advised][:18]]
+    lines = text.format_recommendation(printed, groups=25).splitlines()
+    # A title, a header, a rule, 20 rows; then the count of the rest and each advised group's line
+    # (rates print with two decimals).
+    assert lines[23:26] == [
+        "... and 5 more groups in recommendation/",
+        "g03: a scenario strands up to 1.50 msgs/s",
+        "g17: a scenario strands up to 1.50 msgs/s",
+    ]

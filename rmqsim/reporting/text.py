@@ -135,10 +135,13 @@ RECOMMENDATION_COLUMNS = (
 )
 
 
-def format_recommendation(rows: Sequence[Mapping[str, object]]) -> str:
+def format_recommendation(rows: Sequence[Mapping[str, object]], groups: int | None = None) -> str:
     """Per group, over the scenarios run: which strategy balances best and which moves least;
-    then, for each group a scenario strands messages of, the advice."""
+    then, for each group a scenario strands messages of, the advice. ``groups``: how many the
+    run recommends for, where ``rows`` are the first of them."""
     text = "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)
+    if groups is not None and groups > len(rows):
+        text += f"\n... and {groups - len(rows)} more groups in recommendation/"
     advised = [r for r in rows if r.get("advice")]
     for r in advised:
         line = (
