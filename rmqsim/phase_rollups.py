@@ -1,18 +1,20 @@
 """The driver's tables over every phase of every scenario (rmqsim.rollups), from what the stage
-wrote: where later phases hold only what changed (rmqsim.phases), one scenario's phases are rebuilt
-at a time, so the driver never holds a copy of the fleet per phase.
+wrote: where later phases hold only what changed (rmqsim.phases), one phase of one scenario is
+rebuilt at a time, so the driver never holds more than one copy of the fleet.
 
-summary, comparison and split_brain are per scenario: computed scenario by scenario. The
-recommendation is per group over every scenario and phase: it reads phase 0 once, as a scenario
-of its own with a later phase equal to it, and each scenario's rows of the groups it touched.
-Every figure it takes (a maximum, a sum of moves, a later phase against phase 0) is the same over
-those rows as over every phase whole, since an untouched phase repeats phase 0's rows.
+summary and split_brain are per phase: phase 0's, the snapshot in every scenario, are computed once
+and named for each scenario; each later phase's from that phase rebuilt. comparison is per
+scenario, from its summary and its movement. The recommendation is per group over every scenario
+and phase: it reads phase 0 once, as a scenario of its own whose movement to a phase 1 moves
+nothing, and each scenario's rows of the groups it touched. Every figure it takes (a maximum, a
+sum of moves, a later phase against phase 0) is the same over those rows as over every phase
+whole, since an untouched phase repeats phase 0's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,22 +52,36 @@ def rolled_up(
     scenario's last phase; ``stale_views``: split_brain and exposure wanted."""
     if touched is None:
         return _of(written, stale_views=stale_views, recommend=True)
-    parts = [
-        _of(_scenario_phases(written, touched, last, scenario), stale_views=stale_views, recommend=False)
-        for scenario in sorted(s for s in last if s != phases.SNAPSHOT)
-    ]
-    summary = _sorted(pa.concat_tables([p.summary for p in parts]), ["scenario", "phase", "strategy"])
+    scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
+    # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
+    at_0 = _of(_phase(written, touched, last, scenarios[0], 0), stale_views=stale_views, recommend=False)
+    summaries, comparisons, brains = [], [], []
+    for scenario in scenarios:
+        mine = [_named(at_0, scenario)]
+        for k in range(1, last[scenario] + 1):
+            mine.append(
+                _of(_phase(written, touched, last, scenario, k), stale_views=stale_views, recommend=False)
+            )
+        summary = pa.concat_tables([p.summary for p in mine])
+        summaries.append(summary)
+        if written.movement is not None:
+            moved = phases.full("movement", written.movement, touched, last, scenarios=(scenario,))
+            comparisons.append(rollups.comparison(summary, moved))
+        if stale_views:
+            brains.extend(p.split_brain for p in mine)
+    summary = _sorted(pa.concat_tables(summaries), ["scenario", "phase", "strategy"])
     if written.movement is None:
         return Rollups(summary)
-    comparison = _sorted(pa.concat_tables([p.comparison for p in parts]), ["scenario", "strategy"])
+    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"])
     brain = exposure = None
     if stale_views:
-        brain = pa.concat_tables([p.split_brain for p in parts])
+        brain = pa.concat_tables(brains)
         exposure = rollups.exposure(brain)
-    reduced = _reduced(written, touched, last)
-    advice = rollups.recommendation(
-        reduced.group_metrics, rollups.group_load(reduced.consumer_load), reduced.movement
-    )
+    # A group's load is its clients' rows summed: per group, so taken before the rebuild, which
+    # then copies a row per group, not per client.
+    loads = replace(written, consumer_load=rollups.group_load(written.consumer_load))
+    reduced = _reduced(loads, touched, last)
+    advice = rollups.recommendation(reduced.group_metrics, reduced.consumer_load, reduced.movement)
     return Rollups(summary, comparison, advice, brain, exposure)
 
 
@@ -74,22 +90,33 @@ def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
 
 
 def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
-    """rollups over ``tables``, every phase whole."""
+    """rollups over ``tables``, every phase whole (comparison: only where they have movement)."""
     summary = rollups.summary(
         tables.group_metrics, tables.consumer_load, tables.unroutable, tables.falling_behind
     )
+    brain = rollups.split_brain(tables.group_metrics) if stale_views else None
     if tables.movement is None:
-        return Rollups(summary)
+        return Rollups(summary, split_brain=brain)
     comparison = rollups.comparison(summary, tables.movement)
     advice = None
     if recommend:
         load = rollups.group_load(tables.consumer_load)
         advice = rollups.recommendation(tables.group_metrics, load, tables.movement)
-    brain = exposure = None
-    if stale_views:
-        brain = rollups.split_brain(tables.group_metrics)
-        exposure = rollups.exposure(brain) if recommend else None
+    exposure = rollups.exposure(brain) if stale_views and recommend else None
     return Rollups(summary, comparison, advice, brain, exposure)
+
+
+def _named(rolled: Rollups, scenario: str) -> Rollups:
+    """Phase 0's summary and split_brain as ``scenario``'s."""
+
+    def named(table: pa.Table | None) -> pa.Table | None:
+        if table is None:
+            return None
+        i = table.schema.get_field_index("scenario")
+        value = pa.repeat(pa.scalar(scenario, table.schema.field(i).type), table.num_rows)
+        return table.set_column(i, table.schema.field(i), value)
+
+    return Rollups(named(rolled.summary), split_brain=named(rolled.split_brain))
 
 
 def _each(written: Written, rebuild) -> Written:
@@ -102,15 +129,21 @@ def _each(written: Written, rebuild) -> Written:
     )
 
 
-def _scenario_phases(written: Written, touched: pa.Table, last: Mapping[str, int], scenario: str) -> Written:
-    """One scenario's phases, each whole."""
+def _phase(
+    written: Written, touched: pa.Table, last: Mapping[str, int], scenario: str, phase: int
+) -> Written:
+    """Phase ``phase`` of ``scenario``, whole, without movement."""
     mine = touched.filter(pc.equal(touched["scenario"], scenario))
-    return _each(written, lambda name, table: phases.full(name, table, mine, last, scenarios=(scenario,)))
+    return _each(
+        replace(written, movement=None),
+        lambda name, table: phases.full(name, table, mine, last, scenarios=(scenario,), phase=phase),
+    )
 
 
 def _reduced(written: Written, touched: pa.Table, last: Mapping[str, int]) -> Written:
     """What the recommendation reads (module doc): phase 0 as scenario UNTOUCHED, phases 0 and 1
-    (movement: 0 to 1), and per scenario its written rows with phase 0's rows of what it touched."""
+    (movement: 0 to 1), and per scenario its written rows with phase 0's rows of what it touched;
+    ``written.consumer_load``: the groups' loads (rollups.group_load)."""
     nothing = touched.slice(0, 0)
     scenarios = [s for s in last if s != phases.SNAPSHOT]
 

@@ -125,11 +125,12 @@ def full(
     last: Mapping[str, int],
     *,
     scenarios: tuple[str, ...] | None = None,
+    phase: int | None = None,
 ) -> pa.Table:
     """``table`` (one of KEYS, as a run wrote it) with every phase of every scenario whole:
     what ``simulate --full-phases`` writes. ``touched``: the run's touched/ (None: the run wrote
     every phase whole, and ``table`` is returned as it is). ``last``: each scenario's last phase;
-    ``scenarios``: only these."""
+    ``scenarios``: only these; ``phase``: only this phase of theirs (movement: to it)."""
     if touched is None:
         return table
     columns = KEYS[name]
@@ -144,11 +145,15 @@ def full(
     parts = []
     for scenario in wanted:
         mine = pc.equal(touched["scenario"], scenario)
-        if not movement:
+        if not movement and phase in (None, 0):
             parts.append(_relabelled(base, scenario, {"phase": 0}))
         phase_of = touched["phase"].filter(mine).to_numpy()
         keys_of = listed_key.filter(mine)
-        for k in range(1, last[scenario] + 1):
+        for k in (
+            range(1, last[scenario] + 1)
+            if phase is None
+            else range(max(phase, 1), min(phase, last[scenario]) + 1)
+        ):
             listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
             kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
             if movement:
@@ -157,6 +162,8 @@ def full(
                     parts.append(_relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
             else:
                 parts.append(_later(_relabelled(kept, scenario, {"phase": k}), name))
+    if phase is not None:
+        written = written.filter(pc.equal(written[at], phase))
     if scenarios is not None:
         written = written.filter(pc.is_in(written["scenario"], value_set=pa.array(wanted, pa.string())))
     elif not wanted:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +25,6 @@ from rmqsim.snapshot.load import Snapshot, load_snapshot, schemas_table
 from rmqsim.stage import inflow, routes, tasks
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 BASELINE = "baseline"
 # Sweep elements per chunk at first, and the fewest route rows a chunk may hold: the chunks after
@@ -292,26 +290,34 @@ def sweep_elements(
     about as many route rows as the fleet has (so that the driver holds about one fleet's worth
     more); their rows back in the driver, summed per element, ranked. None without sweeps.
 
-    The driver's part of a chunk (its routes before, its sums after) is done in threads while
-    Spark runs the chunk before: numpy and pyarrow let go of the GIL."""
+    While Spark runs a chunk, this thread sums the chunk before and builds the next (numpy and
+    pyarrow let go of the GIL). The builds stay in this thread: its allocator has kept the memory
+    the run's own build freed, and reuses it."""
     if not sweeps:
         return None
     found = sweep_scenarios.expand(sweeps, built.checked)
     every = [(sweep, s) for sweep, scenarios in found.items() for s in scenarios]
     # Every strategy the run computes: an element's row for one its touched groups never run is 0.
     strategies = sorted(pc.unique(pc.list_flatten(built.group_routes["strategies"])).to_pylist())
-    chunks = _ahead(_element_chunks(config, built, every))
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-sums") as pool:
-        parts = []
-        for chunk, elements in chunks:
-            rows = sink.collect_stage(stage_input(spark, elements, config), impact.COLLECTED)
-            names: dict[str, list[str]] = {}
-            for sweep, scenario in chunk:
-                names.setdefault(sweep, []).append(scenario.name)
-            unroutable = None if elements.traffic is None else elements.traffic.unroutable
-            parts.append(pool.submit(impact.changes, names, rows, strategies, unroutable))
+
+    def summed(chunk: list[tuple[str, parse.Scenario]], elements: Staged, rows: Future) -> pa.Table:
+        names: dict[str, list[str]] = {}
+        for sweep, scenario in chunk:
+            names.setdefault(sweep, []).append(scenario.name)
+        unroutable = None if elements.traffic is None else elements.traffic.unroutable
+        return impact.changes(names, rows.result(), strategies, unroutable)
+
+    parts, running = [], None
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-stage") as stage:
+        for chunk, elements in _element_chunks(config, built, every):
+            rows = stage.submit(sink.collect_stage, stage_input(spark, elements, config), impact.COLLECTED)
+            if running is not None:
+                parts.append(summed(*running))
+            running = (chunk, elements, rows)
             del elements, rows
-        changes = pa.concat_tables([part.result() for part in parts])
+        if running is not None:
+            parts.append(summed(*running))
+    changes = pa.concat_tables(parts)
     ranked, chosen = impact.ranked(changes, config.sweep_detail)
     log.info(
         "simulate: %d sweep elements in %d chunks, %d of them detailed", len(every), len(parts), len(chosen)
@@ -340,15 +346,6 @@ def _element_chunks(
         per_element = max(elements.group_routes.num_rows / len(chunk), 1.0)
         size = max(1, int(budget // per_element))
         yield chunk, elements
-
-
-def _ahead(items: Iterator[T]) -> Iterator[T]:
-    """``items``, each computed in a thread while the caller works on the one before."""
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-ahead") as pool:
-        following = pool.submit(next, items, None)
-        while (item := following.result()) is not None:
-            following = pool.submit(next, items, None)
-            yield item
 
 
 def with_detail(built: Staged, detail: Staged) -> Staged:
