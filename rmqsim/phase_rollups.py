@@ -13,13 +13,15 @@ whole, since an untouched phase repeats phase 0's rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import phases, rollups
+from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
 UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
@@ -53,19 +55,20 @@ def rolled_up(
     if touched is None:
         return _of(written, stale_views=stale_views, recommend=True)
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
+    own = _by_scenario(written)
     # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
-    at_0 = _of(_phase(written, touched, last, scenarios[0], 0), stale_views=stale_views, recommend=False)
+    first = scenarios[0]
+    at_0 = _of(_phase(own(first), touched, last, first, 0), stale_views=stale_views, recommend=False)
     summaries, comparisons, brains = [], [], []
     for scenario in scenarios:
-        mine = [_named(at_0, scenario)]
+        rows, mine = own(scenario), [_named(at_0, scenario)]
         for k in range(1, last[scenario] + 1):
-            mine.append(
-                _of(_phase(written, touched, last, scenario, k), stale_views=stale_views, recommend=False)
-            )
+            tables = _phase(rows, touched, last, scenario, k)
+            mine.append(_of(tables, stale_views=stale_views, recommend=False))
         summary = pa.concat_tables([p.summary for p in mine])
         summaries.append(summary)
         if written.movement is not None:
-            moved = phases.full("movement", written.movement, touched, last, scenarios=(scenario,))
+            moved = phases.full("movement", rows.movement, touched, last, scenarios=(scenario,))
             comparisons.append(rollups.comparison(summary, moved))
         if stale_views:
             brains.extend(p.split_brain for p in mine)
@@ -127,6 +130,36 @@ def _each(written: Written, rebuild) -> Written:
     return Written(
         *(of(n) for n in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"))
     )
+
+
+def _by_scenario(written: Written) -> Callable[[str], Written]:
+    """A scenario's rows with phase 0's (each rebuild then reads those, not every scenario's):
+    the tables split once, each scenario's rows taken when asked for, in the order written."""
+    split: dict[str, tuple[pa.Table, pa.Table, np.ndarray, dict[str, int]] | None] = {}
+    for name in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"):
+        table = getattr(written, name)
+        if table is None:
+            split[name] = None
+            continue
+        encoded = pc.dictionary_encode(combined(table["scenario"]))
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        code = {v: i for i, v in enumerate(encoded.dictionary.to_pylist())}
+        at = table["to_phase" if name == "movement" else "phase"].to_numpy()
+        base = (codes == code.get(phases.SNAPSHOT, -1)) & (at == 0)
+        split[name] = (table, table.filter(pa.array(base)), codes, code)
+
+    def of(scenario: str) -> Written:
+        tables: dict[str, pa.Table | None] = {}
+        for name, parts in split.items():
+            if parts is None:
+                tables[name] = None
+                continue
+            table, base, codes, code = parts
+            own = table.take(pa.array(np.flatnonzero(codes == code.get(scenario, -1))))
+            tables[name] = pa.concat_tables([base, own])
+        return Written(**tables)
+
+    return of
 
 
 def _phase(

@@ -27,10 +27,10 @@ from rmqsim.stage import inflow, routes, tasks
 log = logging.getLogger(__name__)
 
 BASELINE = "baseline"
-# Sweep elements per chunk at first, and the fewest route rows a chunk may hold: the chunks after
-# the first hold about as many route rows as the fleet, at least this many (few Spark jobs).
-FIRST_SWEEP_CHUNK = 4
-SWEEP_CHUNK_ROWS = 20_000
+# Scenarios (or sweep elements) per chunk at first, and the fewest route rows a chunk may hold:
+# the chunks after the first hold about as many route rows as the fleet, at least this many.
+FIRST_CHUNK = 4
+CHUNK_ROWS = 20_000
 # The groups columns that say who balances a group (docs/CONTRACT.md, section 2b).
 BALANCING_COLUMNS = ("rebalance", "request_mode", "pop_share_queue_num", "consume_orderly")
 # The recommendation's rows a run hands back to print: a fleet has tens of thousands of groups.
@@ -128,6 +128,8 @@ def build_group_routes(
     0 among them and every row written, without phase 0's fleet (rmqsim.impact); ``touched``
     lists what each touched."""
     runs = runs or load_scenarios(config)
+    if _in_chunks(config, runs, elements=elements):
+        return _built_in_chunks(spark, config, runs, prepared)
     if prepared is None:
         snapshot = snapshot_read(spark, config)
         checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
@@ -230,6 +232,32 @@ def build_group_routes(
     )
 
 
+def _in_chunks(config: SimulateConfig, runs: tuple[parse.Scenario, ...], *, elements: bool) -> bool:
+    """Whether a run's scenarios are built a few at a time onto phase 0's (later phases hold what
+    changed): not where a step gives traffic to a snapshot without it, whose phase 0 has none."""
+    if elements or config.full_phases or not any(s.steps for s in runs):
+        return False
+    return not any(isinstance(step, parse.SetTraffic) for run in runs for step in run.steps)
+
+
+def _built_in_chunks(
+    spark: SparkSession | None,
+    config: SimulateConfig,
+    runs: tuple[parse.Scenario, ...],
+    prepared: Staged | None,
+) -> Staged:
+    """Phase 0 built once, then the scenarios a chunk at a time, each cut to what it touches and
+    stacked onto it (with_detail): the driver holds one chunk's intermediate tables at a time,
+    not every scenario's. Chunks as sweep elements have them (_chunks)."""
+    snapshot_alone = (parse.Scenario(BASELINE),)
+    built = build_group_routes(spark, config, snapshot_alone, prepared=prepared)
+    for _, cut in _chunks(config, built, [s for s in runs if s.steps], "scenarios"):
+        built = with_detail(built, cut)
+    # A scenario without steps is phase 0 alone: it has summary rows, as every scenario has.
+    still = {s.name: 0 for s in runs if not s.steps}
+    return replace(built, last_phases={**built.last_phases, **still}) if still else built
+
+
 def _traffic(
     staged: Snapshot,
     valid: Snapshot,
@@ -300,16 +328,18 @@ def sweep_elements(
     # Every strategy the run computes: an element's row for one its touched groups never run is 0.
     strategies = sorted(pc.unique(pc.list_flatten(built.group_routes["strategies"])).to_pylist())
 
-    def summed(chunk: list[tuple[str, parse.Scenario]], elements: Staged, rows: Future) -> pa.Table:
+    sweep_of = {scenario.name: sweep for sweep, scenario in every}
+
+    def summed(chunk: list[parse.Scenario], elements: Staged, rows: Future) -> pa.Table:
         names: dict[str, list[str]] = {}
-        for sweep, scenario in chunk:
-            names.setdefault(sweep, []).append(scenario.name)
+        for scenario in chunk:
+            names.setdefault(sweep_of[scenario.name], []).append(scenario.name)
         unroutable = None if elements.traffic is None else elements.traffic.unroutable
         return impact.changes(names, rows.result(), strategies, unroutable)
 
     parts, running = [], None
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-stage") as stage:
-        for chunk, elements in _element_chunks(config, built, every):
+        for chunk, elements in _chunks(config, built, [s for _, s in every], "sweep elements"):
             rows = stage.submit(sink.collect_stage, stage_input(spark, elements, config), impact.COLLECTED)
             if running is not None:
                 parts.append(summed(*running))
@@ -325,27 +355,28 @@ def sweep_elements(
     return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
 
 
-def _element_chunks(
-    config: SimulateConfig, built: Staged, every: list[tuple[str, parse.Scenario]]
-) -> Iterator[tuple[list[tuple[str, parse.Scenario]], Staged]]:
-    """The sweep elements (sweep name, scenario) in chunks, each with its routes: the first
-    FIRST_SWEEP_CHUNK elements, then as many as the last chunk says fill the fleet's route rows."""
-    budget = max(built.group_routes.num_rows, SWEEP_CHUNK_ROWS)
-    done, size = 0, FIRST_SWEEP_CHUNK
-    while done < len(every):
-        chunk = every[done : done + size]
-        elements = build_group_routes(None, config, tuple(s for _, s in chunk), prepared=built, elements=True)
+def _chunks(
+    config: SimulateConfig, built: Staged, scenarios: list[parse.Scenario], what: str
+) -> Iterator[tuple[list[parse.Scenario], Staged]]:
+    """``scenarios`` in chunks, each with its routes cut to what its scenarios touch
+    (build_group_routes(elements=True)): the first FIRST_CHUNK scenarios, then as many as the
+    last chunk says fill the fleet's route rows (``built``'s), at least CHUNK_ROWS."""
+    budget = max(built.group_routes.num_rows, CHUNK_ROWS)
+    done, size = 0, FIRST_CHUNK
+    while done < len(scenarios):
+        chunk = scenarios[done : done + size]
+        cut = build_group_routes(None, config, tuple(chunk), prepared=built, elements=True)
         done += len(chunk)
         log.info(
-            "simulate: sweep elements %d to %d of %d: %d route rows",
+            "simulate: %s %d to %d of %d: %d route rows",
+            what,
             done - len(chunk) + 1,
             done,
-            len(every),
-            elements.group_routes.num_rows,
+            len(scenarios),
+            cut.group_routes.num_rows,
         )
-        per_element = max(elements.group_routes.num_rows / len(chunk), 1.0)
-        size = max(1, int(budget // per_element))
-        yield chunk, elements
+        size = max(1, int(budget // max(cut.group_routes.num_rows / len(chunk), 1.0)))
+        yield chunk, cut
 
 
 def with_detail(built: Staged, detail: Staged) -> Staged:
