@@ -7,6 +7,12 @@ producers, that zeroing was a quarter of the driver's time on a 2-core VM (perf:
 under huge-page faults). Kept, memory is reused as it is, and only the pages touched are zeroed.
 The process does not shrink, and its peak is higher, since each allocator keeps its own (the 10M
 run with capacities: 2.6 GB -> 3.1 GB).
+
+pyarrow's arrays come from jemalloc rather than mimalloc: jemalloc keeps what it frees for about a
+second (its decay) and then gives it back, and it reuses one thread's freed memory in another.
+Kept for good, mimalloc's pages piled up per thread: a sweep's driver (bench/bench_sweep.py, 2M
+fleet) peaked at 0.86 GB against 0.65 GB, and the 10M fleet with capacities ran in 34 s and 2.45 GB
+against 30.5 s and 2.16 GB (bench/README.md, issue 44).
 """
 
 from __future__ import annotations
@@ -24,13 +30,12 @@ KEEP = 2**31 - 1  # an int's largest: never trim the heap's top
 
 def keep_freed_memory() -> None:
     """For this process: numpy's arrays (glibc malloc) come from the heap, not from mmap, and the
-    heap is never trimmed; pyarrow's (mimalloc) are not purged, and neither asks for huge pages.
-    The last ones are read from the environment when pyarrow and numpy load, so they hold only
-    where they are not loaded yet (and then for the processes this one starts too: Spark's
-    Python workers). Where the C library is not glibc, the heap is left as it is."""
+    heap is never trimmed; pyarrow's come from jemalloc, and numpy's ask for no huge pages. The
+    last two are read from the environment when pyarrow and numpy load, so they hold only where
+    they are not loaded yet (and then for the processes this one starts too: Spark's Python
+    workers). Where the C library is not glibc, the heap is left as it is."""
     if "pyarrow" not in sys.modules:
-        os.environ.setdefault("MIMALLOC_PURGE_DELAY", "-1")
-        os.environ.setdefault("MIMALLOC_ALLOW_THP", "0")
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
     if "numpy" not in sys.modules:
         os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     try:
