@@ -48,12 +48,32 @@ class Rollups:
 
 
 def rolled_up(
-    written: Written, touched: pa.Table | None, last: Mapping[str, int], *, stale_views: bool
+    read: Callable[[], Written], touched: pa.Table | None, last: Mapping[str, int], *, stale_views: bool
 ) -> Rollups:
-    """The rollups of a run: ``touched`` None where every phase was written whole; ``last``: each
-    scenario's last phase; ``stale_views``: split_brain and exposure wanted."""
+    """The rollups of a run: ``read`` gives the written tables (called once, so that only the
+    rollups hold them and can let go of what they are done with); ``touched`` None where every
+    phase was written whole; ``last``: each scenario's last phase; ``stale_views``: split_brain
+    and exposure wanted."""
+    written = read()
     if touched is None:
         return _of(written, stale_views=stale_views, recommend=True)
+    summary, comparison, brain = _per_scenario(written, touched, last, stale_views=stale_views)
+    if written.movement is None:
+        return Rollups(summary)
+    exposure = rollups.exposure(brain) if stale_views else None
+    # A group's load is its clients' rows summed: per group, so taken before the rebuild, which
+    # then copies a row per group, not per client; and the clients' rows let go of.
+    written = replace(written, consumer_load=rollups.group_load(written.consumer_load))
+    reduced = _reduced(written, touched, last)
+    advice = rollups.recommendation(reduced.group_metrics, reduced.consumer_load, reduced.movement)
+    return Rollups(summary, comparison, advice, brain, exposure)
+
+
+def _per_scenario(
+    written: Written, touched: pa.Table, last: Mapping[str, int], *, stale_views: bool
+) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
+    """summary, comparison (None without movement) and split_brain (None unless ``stale_views``)
+    of every scenario, one phase at a time."""
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
     own = _by_scenario(written)
     # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
@@ -73,19 +93,8 @@ def rolled_up(
         if stale_views:
             brains.extend(p.split_brain for p in mine)
     summary = _sorted(pa.concat_tables(summaries), ["scenario", "phase", "strategy"])
-    if written.movement is None:
-        return Rollups(summary)
-    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"])
-    brain = exposure = None
-    if stale_views:
-        brain = pa.concat_tables(brains)
-        exposure = rollups.exposure(brain)
-    # A group's load is its clients' rows summed: per group, so taken before the rebuild, which
-    # then copies a row per group, not per client.
-    loads = replace(written, consumer_load=rollups.group_load(written.consumer_load))
-    reduced = _reduced(loads, touched, last)
-    advice = rollups.recommendation(reduced.group_metrics, reduced.consumer_load, reduced.movement)
-    return Rollups(summary, comparison, advice, brain, exposure)
+    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"]) if comparisons else None
+    return summary, comparison, pa.concat_tables(brains) if stale_views else None
 
 
 def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:

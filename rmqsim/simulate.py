@@ -469,15 +469,17 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
     if built.with_stale_views:
         wanted = tuple(dict.fromkeys([*wanted, *schemas.SPLIT_BRAIN.fieldNames()]))
     metrics_written = sink.read("group_metrics", wanted)
-    written = phase_rollups.Written(
-        metrics_written,
-        read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS),
-        read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
-        read("movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
-        None if traffic is None else traffic.unroutable,
-    )
     rolled = phase_rollups.rolled_up(
-        written, built.touched, built.last_phases, stale_views=built.with_stale_views
+        lambda: phase_rollups.Written(
+            metrics_written,
+            read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS),
+            read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
+            read("movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
+            None if traffic is None else traffic.unroutable,
+        ),
+        built.touched,
+        built.last_phases,
+        stale_views=built.with_stale_views,
     )
     summary, comparison, advice, exposure = rolled.summary, rolled.comparison, rolled.recommendation, None
     sink.write("summary", summary)
