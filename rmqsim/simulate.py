@@ -117,6 +117,7 @@ def build_group_routes(
     *,
     prepared: Staged | None = None,
     elements: bool = False,
+    whole: bool = False,
 ) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
     in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
@@ -126,9 +127,9 @@ def build_group_routes(
     ``runs``: these scenarios, not the file's. ``prepared``: a build whose loaded and checked
     snapshot this one reuses. ``elements``: sweep elements, each cut to what it touches, its phase
     0 among them and every row written, without phase 0's fleet (rmqsim.impact); ``touched``
-    lists what each touched."""
+    lists what each touched. ``whole``: every scenario at once, not a chunk at a time."""
     runs = runs or load_scenarios(config)
-    if _in_chunks(config, runs, elements=elements):
+    if not whole and _in_chunks(config, runs, elements=elements):
         return _built_in_chunks(spark, config, runs, prepared)
     if prepared is None:
         snapshot = snapshot_read(spark, config)
@@ -234,10 +235,8 @@ def build_group_routes(
 
 def _in_chunks(config: SimulateConfig, runs: tuple[parse.Scenario, ...], *, elements: bool) -> bool:
     """Whether a run's scenarios are built a few at a time onto phase 0's (later phases hold what
-    changed): not where a step gives traffic to a snapshot without it, whose phase 0 has none."""
-    if elements or config.full_phases or not any(s.steps for s in runs):
-        return False
-    return not any(isinstance(step, parse.SetTraffic) for run in runs for step in run.steps)
+    changed)."""
+    return not (elements or config.full_phases or not any(s.steps for s in runs))
 
 
 def _built_in_chunks(
@@ -251,6 +250,11 @@ def _built_in_chunks(
     not every scenario's. Chunks as sweep elements have them (_chunks)."""
     snapshot_alone = (parse.Scenario(BASELINE),)
     built = build_group_routes(spark, config, snapshot_alone, prepared=prepared)
+    if built.traffic is None and any(
+        isinstance(step, parse.SetTraffic) for run in runs for step in run.steps
+    ):
+        # A step gives traffic to a snapshot without it: phase 0 then has some too, all at once.
+        return build_group_routes(spark, config, runs, prepared=built, whole=True)
     for _, cut in _chunks(config, built, [s for s in runs if s.steps], "scenarios"):
         built = with_detail(built, cut)
     # A scenario without steps is phase 0 alone: it has summary rows, as every scenario has.
