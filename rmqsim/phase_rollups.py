@@ -121,14 +121,11 @@ def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
 def _named(rolled: Rollups, scenario: str) -> Rollups:
     """Phase 0's summary and split_brain as ``scenario``'s."""
 
-    def named(table: pa.Table | None) -> pa.Table | None:
-        if table is None:
-            return None
-        i = table.schema.get_field_index("scenario")
-        value = pa.repeat(pa.scalar(scenario, table.schema.field(i).type), table.num_rows)
-        return table.set_column(i, table.schema.field(i), value)
-
-    return Rollups(named(rolled.summary), split_brain=named(rolled.split_brain))
+    brain = rolled.split_brain
+    return Rollups(
+        phases.relabelled(rolled.summary, scenario, {}),
+        split_brain=None if brain is None else phases.relabelled(brain, scenario, {}),
+    )
 
 
 def _each(written: Written, rebuild) -> Written:

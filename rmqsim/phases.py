@@ -104,7 +104,8 @@ def _key(table: pa.Table, columns: tuple[str, ...]) -> pa.ChunkedArray:
     return pc.binary_join_element_wise(*parts, "\x1f")
 
 
-def _relabelled(rows: pa.Table, scenario: str, phase_columns: Mapping[str, int]) -> pa.Table:
+def relabelled(rows: pa.Table, scenario: str, phase_columns: Mapping[str, int]) -> pa.Table:
+    """``rows`` as ``scenario``'s, with ``phase_columns`` (column -> phase) set on every row."""
     out = rows.set_column(
         rows.schema.get_field_index("scenario"),
         rows.schema.field("scenario"),
@@ -146,7 +147,7 @@ def full(
     for scenario in wanted:
         mine = pc.equal(touched["scenario"], scenario)
         if not movement and phase in (None, 0):
-            parts.append(_relabelled(base, scenario, {"phase": 0}))
+            parts.append(relabelled(base, scenario, {"phase": 0}))
         phase_of = touched["phase"].filter(mine).to_numpy()
         keys_of = listed_key.filter(mine)
         for k in (
@@ -157,11 +158,11 @@ def full(
             listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
             kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
             if movement:
-                parts.append(_relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
+                parts.append(relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
                 if k == last[scenario] and k >= 2:
-                    parts.append(_relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
+                    parts.append(relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
             else:
-                parts.append(_later(_relabelled(kept, scenario, {"phase": k}), name))
+                parts.append(_later(relabelled(kept, scenario, {"phase": k}), name))
     if phase is not None:
         written = written.filter(pc.equal(written[at], phase))
     if scenarios is not None:
@@ -174,9 +175,7 @@ def full(
 def at_phase_0(name: str, base: pa.Table, touched: pa.Table, scenario: str) -> pa.Table:
     """Phase 0's rows (``base``) of the keys ``touched`` lists, as ``scenario``'s phase 0."""
     listed = pc.unique(_key(touched, KEYS[name]))
-    return _relabelled(
-        base.filter(pc.is_in(_key(base, KEYS[name]), value_set=listed)), scenario, {"phase": 0}
-    )
+    return relabelled(base.filter(pc.is_in(_key(base, KEYS[name]), value_set=listed)), scenario, {"phase": 0})
 
 
 def _later(rows: pa.Table, name: str) -> pa.Table:

@@ -236,7 +236,7 @@ def build_group_routes(
 def _in_chunks(config: SimulateConfig, runs: tuple[parse.Scenario, ...], *, elements: bool) -> bool:
     """Whether a run's scenarios are built a few at a time onto phase 0's (later phases hold what
     changed)."""
-    return not (elements or config.full_phases or not any(s.steps for s in runs))
+    return not elements and not config.full_phases and any(s.steps for s in runs)
 
 
 def _built_in_chunks(
@@ -384,9 +384,9 @@ def _chunks(
 
 
 def with_detail(built: Staged, detail: Staged) -> Staged:
-    """``built`` (phase 0 and the file's scenarios) with the detailed sweep elements' phases
-    (``detail``: build_group_routes(elements=True)), each written where its steps touched: the
-    fleet's routes are not built again."""
+    """``built`` (phase 0, and the scenarios stacked so far) with ``detail``'s phases (scenarios
+    or detailed sweep elements: build_group_routes(elements=True)), each written where its steps
+    touched: the fleet's routes are not built again."""
     listed = detail.touched
     routes = phases.marked_written(detail.group_routes, listed)
     ours = built.group_routes
