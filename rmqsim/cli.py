@@ -336,8 +336,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         from rmqsim.session import Starting
 
         starting = Starting(lambda: _session(args))
-        built = simulate.build_group_routes(None, cfg)  # pyarrow alone, while the JVM starts
-        result = simulate.run(starting.result(), cfg, built)
+        ahead = [simulate.build_group_routes(None, cfg, deferred=True)]  # pyarrow alone, while the JVM starts
+        result = simulate.run(starting.result(), cfg, ahead)
     if result.sweep:
         print(text.format_sweep(result.sweep))
         print()

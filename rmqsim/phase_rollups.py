@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim import phases, rollups
+from rmqsim import phases, recommendation, rollups
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
@@ -45,56 +45,101 @@ class Rollups:
     recommendation: pa.Table | None = None
     split_brain: pa.Table | None = None
     exposure: pa.Table | None = None
+    thrown: pa.Table | None = None  # group_metrics' rows with an error (rollups.allocation_rejects)
 
 
 def rolled_up(
-    read: Callable[[], Written], touched: pa.Table | None, last: Mapping[str, int], *, stale_views: bool
+    read: Callable[[str | None], Written],
+    touched: pa.Table | None,
+    last: Mapping[str, int],
+    *,
+    stale_views: bool,
 ) -> Rollups:
-    """The rollups of a run: ``read`` gives the written tables (called once, so that only the
-    rollups hold them and can let go of what they are done with); ``touched`` None where every
-    phase was written whole; ``last``: each scenario's last phase; ``stale_views``: split_brain
-    and exposure wanted."""
-    written = read()
+    """The rollups of a run. ``read(scenario)``: the written tables' rows of that scenario
+    (phases.SNAPSHOT: phase 0's; None: every row); ``touched`` None where every phase was written
+    whole; ``last``: each scenario's last phase; ``stale_views``: split_brain and exposure wanted.
+    Where later phases hold what changed, one scenario's rows are read at a time."""
     if touched is None:
-        return _of(written, stale_views=stale_views, recommend=True)
-    summary, comparison, brain = _per_scenario(written, touched, last, stale_views=stale_views)
-    if written.movement is None:
-        return Rollups(summary)
-    exposure = rollups.exposure(brain) if stale_views else None
-    # A group's load is its clients' rows summed: per group, so taken before the rebuild, which
-    # then copies a row per group, not per client; and the clients' rows let go of.
-    written = replace(written, consumer_load=rollups.group_load(written.consumer_load))
-    reduced = _reduced(written, touched, last)
-    advice = rollups.recommendation(reduced.group_metrics, reduced.consumer_load, reduced.movement)
-    return Rollups(summary, comparison, advice, brain, exposure)
-
-
-def _per_scenario(
-    written: Written, touched: pa.Table, last: Mapping[str, int], *, stale_views: bool
-) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
-    """summary, comparison (None without movement) and split_brain (None unless ``stale_views``)
-    of every scenario, one phase at a time."""
+        written = read(None)
+        return replace(_of(written, stale_views=stale_views, recommend=True), thrown=_thrown(written))
+    base = read(phases.SNAPSHOT)
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
-    own = _by_scenario(written)
     # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
     first = scenarios[0]
-    at_0 = _of(_phase(own(first), touched, last, first, 0), stale_views=stale_views, recommend=False)
-    summaries, comparisons, brains = [], [], []
+    at_0 = _of(_phase(base, touched, last, first, 0), stale_views=stale_views, recommend=False)
+    summaries, comparisons, brains, thrown = [], [], [], [_thrown(base)]
+    # The recommendation weighs each group's load: phase 0's taken once.
+    base_load = None if base.movement is None else rollups.group_load(base.consumer_load)
+    advised = [] if base_load is None else [_untouched(base, base_load, touched.slice(0, 0))]
     for scenario in scenarios:
-        rows, mine = own(scenario), [_named(at_0, scenario)]
+        rows = read(scenario)
+        thrown.append(_thrown(rows))
+        own = _stacked_on(base, rows)
+        mine = [_named(at_0, scenario)]
         for k in range(1, last[scenario] + 1):
-            tables = _phase(rows, touched, last, scenario, k)
+            tables = _phase(own, touched, last, scenario, k)
             mine.append(_of(tables, stale_views=stale_views, recommend=False))
         summary = pa.concat_tables([p.summary for p in mine])
         summaries.append(summary)
-        if written.movement is not None:
-            moved = phases.full("movement", rows.movement, touched, last, scenarios=(scenario,))
+        if base.movement is not None:
+            moved = phases.full("movement", own.movement, touched, last, scenarios=(scenario,))
             comparisons.append(rollups.comparison(summary, moved))
+            part = _touched_part(base, base_load, rows, touched, scenario)
+            advised = recommendation.folded([*advised, part])
         if stale_views:
             brains.extend(p.split_brain for p in mine)
+        del rows, own, mine
     summary = _sorted(pa.concat_tables(summaries), ["scenario", "phase", "strategy"])
-    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"]) if comparisons else None
-    return summary, comparison, pa.concat_tables(brains) if stale_views else None
+    thrown_rows = pa.concat_tables(thrown)
+    if base.movement is None:
+        return Rollups(summary, thrown=thrown_rows)
+    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"])
+    brain = pa.concat_tables(brains) if stale_views else None
+    exposure = rollups.exposure(brain) if stale_views else None
+    advice = recommendation.merged(advised)
+    return Rollups(summary, comparison, advice, brain, exposure, thrown_rows)
+
+
+def _stacked_on(base: Written, rows: Written) -> Written:
+    """A scenario's rows after phase 0's: what phases.full rebuilds its phases from."""
+    return _each(base, lambda name, table: pa.concat_tables([table, getattr(rows, name)]))
+
+
+def _thrown(written: Written) -> pa.Table:
+    """group_metrics' rows with an error: the allocation's rejects (rollups.allocation_rejects)."""
+    metrics = written.group_metrics
+    return metrics.filter(pc.is_valid(metrics["error"]))
+
+
+def _untouched(base: Written, load: pa.Table, nothing: pa.Table) -> recommendation.Part:
+    """The recommendation's figures of every group no step touches: phase 0 as scenario UNTOUCHED,
+    phases 0 and 1, and its movement from 0 to 1 (module doc). ``load``: phase 0's group loads;
+    ``nothing``: touched/, no row."""
+
+    def whole(name: str, table: pa.Table) -> pa.Table:
+        return phases.full(name, table, nothing, {UNTOUCHED: 1})
+
+    return recommendation.part(
+        whole("group_metrics", base.group_metrics),
+        whole("consumer_load", load),
+        whole("movement", base.movement),
+    )
+
+
+def _touched_part(
+    base: Written, load: pa.Table, rows: Written, touched: pa.Table, scenario: str
+) -> recommendation.Part:
+    """The recommendation's figures of ``scenario``: the rows it wrote, with phase 0's rows of
+    what it touched as its phase 0 (module doc). ``load``: phase 0's group loads."""
+    mine = touched.filter(pc.equal(touched["scenario"], scenario))
+
+    def with_phase_0(name: str, at_0: pa.Table, written: pa.Table) -> pa.Table:
+        at_0 = phases.at_phase_0(name, at_0, mine, scenario)
+        return pa.concat_tables([at_0.cast(written.schema), written])
+
+    metrics = with_phase_0("group_metrics", base.group_metrics, rows.group_metrics)
+    loads = with_phase_0("consumer_load", load, rollups.group_load(rows.consumer_load))
+    return recommendation.part(metrics, loads, rows.movement)
 
 
 def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
@@ -113,7 +158,7 @@ def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
     advice = None
     if recommend:
         load = rollups.group_load(tables.consumer_load)
-        advice = rollups.recommendation(tables.group_metrics, load, tables.movement)
+        advice = recommendation.recommendation(tables.group_metrics, load, tables.movement)
     exposure = rollups.exposure(brain) if stale_views and recommend else None
     return Rollups(summary, comparison, advice, brain, exposure)
 
@@ -138,36 +183,6 @@ def _each(written: Written, rebuild) -> Written:
     )
 
 
-def _by_scenario(written: Written) -> Callable[[str], Written]:
-    """A scenario's rows with phase 0's (each rebuild then reads those, not every scenario's):
-    the tables split once, each scenario's rows taken when asked for, in the order written."""
-    split: dict[str, tuple[pa.Table, pa.Table, np.ndarray, dict[str, int]] | None] = {}
-    for name in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"):
-        table = getattr(written, name)
-        if table is None:
-            split[name] = None
-            continue
-        encoded = pc.dictionary_encode(combined(table["scenario"]))
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        code = {v: i for i, v in enumerate(encoded.dictionary.to_pylist())}
-        at = table["to_phase" if name == "movement" else "phase"].to_numpy()
-        base = (codes == code.get(phases.SNAPSHOT, -1)) & (at == 0)
-        split[name] = (table, table.filter(pa.array(base)), codes, code)
-
-    def of(scenario: str) -> Written:
-        tables: dict[str, pa.Table | None] = {}
-        for name, parts in split.items():
-            if parts is None:
-                tables[name] = None
-                continue
-            table, base, codes, code = parts
-            own = table.take(pa.array(np.flatnonzero(codes == code.get(scenario, -1))))
-            tables[name] = pa.concat_tables([base, own])
-        return Written(**tables)
-
-    return of
-
-
 def _phase(
     written: Written, touched: pa.Table, last: Mapping[str, int], scenario: str, phase: int
 ) -> Written:
@@ -179,22 +194,30 @@ def _phase(
     )
 
 
-def _reduced(written: Written, touched: pa.Table, last: Mapping[str, int]) -> Written:
-    """What the recommendation reads (module doc): phase 0 as scenario UNTOUCHED, phases 0 and 1
-    (movement: 0 to 1), and per scenario its written rows with phase 0's rows of what it touched;
-    ``written.consumer_load``: the groups' loads (rollups.group_load)."""
-    nothing = touched.slice(0, 0)
-    scenarios = [s for s in last if s != phases.SNAPSHOT]
+def by_scenario(written: Written) -> Callable[[str | None], Written]:
+    """rolled_up's ``read`` over tables read whole: each scenario's rows (phases.SNAPSHOT: phase
+    0's; None: every row), the tables split once, each scenario's rows taken when asked for, in
+    the order written."""
+    split: dict[str, tuple[pa.Table, np.ndarray, dict[str, int]] | None] = {}
+    for name in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"):
+        table = getattr(written, name)
+        if table is None:
+            split[name] = None
+            continue
+        encoded = pc.dictionary_encode(combined(table["scenario"]))
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        split[name] = (table, codes, {v: i for i, v in enumerate(encoded.dictionary.to_pylist())})
 
-    def rebuild(name: str, table: pa.Table) -> pa.Table:
-        snapshot = pc.equal(table["scenario"], phases.SNAPSHOT)
-        at = "to_phase" if name == "movement" else "phase"
-        base = table.filter(pc.and_(snapshot, pc.equal(table[at], 0)))
-        parts = [phases.full(name, base, nothing, {UNTOUCHED: 1}), table.filter(pc.invert(snapshot))]
-        if name != "movement":
-            for scenario in scenarios:
-                mine = touched.filter(pc.equal(touched["scenario"], scenario))
-                parts.append(phases.at_phase_0(name, base, mine, scenario))
-        return pa.concat_tables([p.cast(table.schema) for p in parts])
+    def of(scenario: str | None) -> Written:
+        if scenario is None:
+            return written
+        tables: dict[str, pa.Table | None] = {}
+        for name, parts in split.items():
+            if parts is None:
+                tables[name] = None
+                continue
+            table, codes, code = parts
+            tables[name] = table.take(pa.array(np.flatnonzero(codes == code.get(scenario, -1))))
+        return Written(**tables)
 
-    return _each(written, rebuild)
+    return of

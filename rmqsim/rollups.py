@@ -18,7 +18,6 @@ from pyspark.sql.types import StructType
 
 from rmqsim import schemas
 from rmqsim.snapshot.text import row_json
-from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
 from rmqsim.stage.capacity import from_sums, millionths, summable
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
@@ -139,7 +138,7 @@ def _thrown(error: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _max_over_mean(highest: pa.ChunkedArray, mean: pa.ChunkedArray) -> pa.ChunkedArray:
     """max / mean, null where the mean is not positive: no queue, no meaningful ratio."""
-    return _where(pc.greater(mean, 0), pc.divide(pc.cast(highest, pa.float64()), mean))
+    return when(pc.greater(mean, 0), pc.divide(pc.cast(highest, pa.float64()), mean))
 
 
 def summary(
@@ -202,12 +201,12 @@ def summary(
             "idle_consumers": load["_idle_sum"],
             "fleet_max_msgs_per_s": load["msgs_per_s_max"],
             # null without traffic, as the messages are
-            "clients_without_messages": _where(pc.is_valid(load["msgs_per_s_max"]), load["_silent_sum"]),
+            "clients_without_messages": when(pc.is_valid(load["msgs_per_s_max"]), load["_silent_sum"]),
             "fleet_msgs_max_over_mean": _max_over_mean(load["msgs_per_s_max"], msgs_mean),
             # null without capacities, as the figures are
             "clients_over_capacity": load["_over_sum"],
             "lag_growth_msgs_per_s": _from_exact(load, "_growth", len(growth)),
-            "groups_behind": _where(pc.is_valid(load["_over_sum"]), pc.fill_null(load["_behind"], 0)),
+            "groups_behind": when(pc.is_valid(load["_over_sum"]), pc.fill_null(load["_behind"], 0)),
         }
     )
     summed = ("unassigned_queues", "multi_owned_queues", "shared_queues")
@@ -258,7 +257,7 @@ def summary(
         out = out.join(per_phase, ["scenario", "phase"], join_type="left outer")
     else:
         out = out.append_column("unroutable_msgs_per_s", pa.nulls(out.num_rows, pa.float64()))
-    return _conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)
+    return conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)
 
 
 def group_load(consumer_load: pa.Table) -> pa.Table:
@@ -285,7 +284,7 @@ def split_brain(group_metrics: pa.Table) -> pa.Table:
         pc.greater(group_metrics["stale_clients"], 0),
         pc.fill_null(pc.greater(group_metrics["unaware_clients"], 0), False),
     )
-    return _conformed(group_metrics.filter(views), schemas.SPLIT_BRAIN)
+    return conformed(group_metrics.filter(views), schemas.SPLIT_BRAIN)
 
 
 def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Table:
@@ -317,7 +316,7 @@ def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Ta
             ),
         }
     )
-    return _conformed(rejects.sort_by([("row", "ascending"), ("reason", "ascending")]), schemas.REJECTS)
+    return conformed(rejects.sort_by([("row", "ascending"), ("reason", "ascending")]), schemas.REJECTS)
 
 
 def _in_order(*columns) -> list[tuple[str, str]]:
@@ -327,12 +326,12 @@ def _in_order(*columns) -> list[tuple[str, str]]:
     return [(c, "ascending") for c in names]
 
 
-def _where(mask: pa.Array, values: pa.Array) -> pa.Array:
+def when(mask: pa.Array, values: pa.Array) -> pa.Array:
     """``values`` where ``mask`` holds, else null (SQL's ``when``: aggregates then skip them)."""
     return pc.if_else(mask, values, pa.scalar(None, values.type))
 
 
-def _conformed(table: pa.Table, schema: StructType) -> pa.Table:
+def conformed(table: pa.Table, schema: StructType) -> pa.Table:
     return pa.table({f.name: table[f.name].cast(to_arrow_type(f.dataType)) for f in schema.fields})
 
 
@@ -361,11 +360,11 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
         {
             "scenario": moved["scenario"],
             "strategy": moved["strategy"],
-            "queues_in_both": _where(whole, moved["queues_in_both"]),
-            "queues_moved": _where(whole, moved["moved"]),
-            "min_moves": _where(whole, moved["min_moves"]),
-            "moved_over_steps": _where(step, moved["moved"]),
-            "moved_backlog": _where(whole, moved["moved_backlog"]),
+            "queues_in_both": when(whole, moved["queues_in_both"]),
+            "queues_moved": when(whole, moved["moved"]),
+            "min_moves": when(whole, moved["min_moves"]),
+            "moved_over_steps": when(step, moved["moved"]),
+            "moved_backlog": when(whole, moved["moved_backlog"]),
             "_whole": pc.cast(whole, pa.int64()),
         }
     )
@@ -380,7 +379,7 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
         {
             **{c: moves[c] for c in SCENARIO_STRATEGY},
             **{c: moves[f"{c}_sum"] for c in sums},
-            "min_moves": _where(complete, moves["min_moves_sum"]),
+            "min_moves": when(complete, moves["min_moves_sum"]),
         }
     )
     out = (
@@ -388,13 +387,13 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
         .join(moves, SCENARIO_STRATEGY, join_type="left outer")
         .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
     )
-    return _conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+    return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
 
 
 def _stranding(summary: pa.Table) -> pa.Table:
     """Per (scenario, strategy): the most messages per second any step strands, and the advice
     where a step strands more messages, or more backlog, than the snapshot did."""
-    stranded = _stranded_more(summary, SCENARIO_STRATEGY).drop_columns(["most_stranded_backlog"])
+    stranded = stranded_more(summary, SCENARIO_STRATEGY).drop_columns(["most_stranded_backlog"])
     steps = summary.filter(pc.greater(summary["phase"], 0))
     silent = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_without_messages", "max")])
     silent = silent.rename_columns({"clients_without_messages_max": "most_clients_without_messages"})
@@ -405,7 +404,7 @@ def _stranding(summary: pa.Table) -> pa.Table:
     )
 
 
-def _stranded_more(table: pa.Table, keys: list[str]) -> pa.Table:
+def stranded_more(table: pa.Table, keys: list[str]) -> pa.Table:
     """Per ``keys``: the most stranded_msgs_per_s and stranded_backlog of the phases after the
     snapshot, and the advice where either is above the snapshot's (phase 0)."""
     figures = [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
@@ -458,188 +457,8 @@ def exposure(split_brain: pa.Table) -> pa.Table:
             **{c: out[f"{c}_sum"] for c in summed},
             "queues": queues,
             # ANSI mode: x / 0 is an error, and a group may have no queue
-            "at_risk_fraction": _where(pc.greater(queues, 0), fraction),
+            "at_risk_fraction": when(pc.greater(queues, 0), fraction),
         }
     )
     order = [("scenario", "ascending"), ("at_risk_fraction", "descending"), ("strategy", "ascending")]
-    return _conformed(table.sort_by(order), schemas.EXPOSURE)  # nulls last
-
-
-def rounded(values: np.ndarray, places: int) -> np.ndarray:
-    """Doubles rounded half up on the decimal that prints them (0.0125 to 0.013, which numpy's
-    round, working on the binary value, makes 0.012). A double is at or past the half-way decimal
-    exactly when it is at or past that decimal's nearest double."""
-    scale = 10.0**places
-    low = np.floor(values * scale)
-    halfway = (2 * low + 1) / (2 * scale)
-    return np.where(values >= halfway, low + 1, low) / scale
-
-
-def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) -> pa.Table:
-    """One row per group, schemas.RECOMMENDATION, in group order: over every scenario and phase
-    run, each strategy's worst max/mean of its clients' queues summed over the group's topics
-    (``load``: max_over_mean per scenario, phase, strategy and group) and the queues it moved over
-    the steps; the strategy with the best balance (then the fewest moves), the one with the fewest
-    moves (then the best balance), and how many of the group's clients are useful in the snapshot:
-    beyond its biggest topic's queue count, the rest sit idle whatever the strategy.
-
-    A strategy never wins where the client throws with it but not with every strategy (where all
-    throw, a step left the topic without queues: no strategy is to blame), nor where it was not
-    simulated in every phase the others were (skipped for lack of its configuration: its missing
-    phases would pass for phases without moves). A group with no such strategy has no winner."""
-    per_strategy = _per_strategy(group_metrics)
-    worst = load.group_by(["group", "strategy"]).aggregate([("max_over_mean", "max")])
-    worst = worst.rename_columns({"max_over_mean_max": "worst_max_over_mean"})
-    step = pc.equal(movement["to_phase"], pc.add(movement["from_phase"], 1))
-    moves = movement.filter(step).group_by(["group", "strategy"]).aggregate([("moved", "sum")])
-    per_strategy = per_strategy.join(worst, ["group", "strategy"], join_type="left outer")
-    moves = moves.rename_columns({"moved_sum": "moved"})
-    best = _best_per_group(per_strategy.join(moves, ["group", "strategy"]))
-    keeping = _keeps_up(group_metrics, load, per_strategy.join(moves, ["group", "strategy"]))
-    return _conformed(
-        best.join(_stranded_per_group(group_metrics), "group", join_type="left outer")
-        .join(keeping, "group", join_type="left outer")
-        .sort_by("group"),
-        schemas.RECOMMENDATION,
-    )
-
-
-def _keeps_up(group_metrics: pa.Table, load: pa.Table, per_strategy: pa.Table) -> pa.Table:
-    """Per group (section 2d): the clients it needs in the snapshot, and of the strategies that
-    could win (recommendation's rules), the one that keeps every client under capacity in every
-    phase with the fewest moves (ties: the name); null without capacities, or where none does."""
-    snapshot = group_metrics.filter(pc.equal(group_metrics["phase"], 0))
-    needed = snapshot.group_by("group").aggregate([("clients_needed", "max")])
-    over = load.group_by(["group", "strategy"]).aggregate([("over_capacity", "max")])
-    table = per_strategy.join(over, ["group", "strategy"], join_type="left outer")
-    table = table.set_column(table.schema.get_field_index("moved"), "moved", pc.fill_null(table["moved"], 0))
-    under = pc.and_(table["eligible"], pc.equal(pc.fill_null(table["over_capacity_max"], True), False))
-    best = _firsts(table.filter(under), ["moved", "strategy"]).select(["group", "strategy", "moved"])
-    best = best.rename_columns({"strategy": "keeps_up", "moved": "keeps_up_moved"})
-    return needed.rename_columns({"clients_needed_max": "clients_needed"}).join(
-        best, "group", join_type="left outer"
-    )
-
-
-def _stranded_per_group(group_metrics: pa.Table) -> pa.Table:
-    """Per group, the most messages per second and backlog a phase after the snapshot strands in
-    one of its topics, and the advice where a step strands more than the snapshot did."""
-    per_topic = group_metrics.group_by(["group", "scenario", "phase", "topic"]).aggregate(
-        [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
-    )
-    per_topic = per_topic.rename_columns(
-        {"stranded_msgs_per_s_max": "stranded_msgs_per_s", "stranded_backlog_max": "stranded_backlog"}
-    )
-    return (
-        _stranded_more(per_topic, ["group", "scenario", "topic"])
-        .group_by("group")
-        .aggregate([("most_stranded_msgs_per_s", "max"), ("most_stranded_backlog", "max"), ("advice", "max")])
-        .rename_columns(
-            {
-                "most_stranded_msgs_per_s_max": "most_stranded_msgs_per_s",
-                "most_stranded_backlog_max": "most_stranded_backlog",
-                "advice_max": "advice",
-            }
-        )
-    )
-
-
-def _per_strategy(group_metrics: pa.Table) -> pa.Table:
-    """Per (group, strategy): errors not every strategy shares, runs, and the snapshot's figures."""
-    threw = pc.is_valid(group_metrics["error"])
-    run = ["group", "scenario", "phase", "topic"]
-    flagged = group_metrics.append_column("_threw", threw)
-    every = flagged.group_by(run).aggregate([("_threw", "min")])
-    flagged = flagged.join(every, run)
-    blamed = pc.and_(flagged["_threw"], pc.invert(flagged["_threw_min"]))
-    snapshot = pc.equal(flagged["phase"], 0)
-    figures = ("consumer_count", "queue_count", "pop_idle_consumers", "pop_max_message_share")
-    one_library = ("one_library_multi_owned", "one_library_unassigned")
-    rows = pa.table(
-        {
-            "group": flagged["group"],
-            "strategy": flagged["strategy"],
-            "scenario": flagged["scenario"],
-            "_blamed": pc.cast(blamed, pa.int64()),
-            **{c: _where(snapshot, flagged[c]) for c in (*figures, *one_library)},
-        }
-    )
-    out = rows.group_by(["group", "strategy"]).aggregate(
-        [
-            ("_blamed", "sum"),
-            ("group", "count", pc.CountOptions(mode="all")),
-            *[(c, "max") for c in figures],
-            *[(c, "sum") for c in one_library],
-            ("scenario", "count_distinct"),
-        ]
-    )
-    most_runs = out.group_by("group").aggregate([("group_count", "max")])
-    out = out.join(most_runs, "group")
-    scenarios = pc.cast(out["scenario_count_distinct"], pa.float64())
-    return pa.table(
-        {
-            "group": out["group"],
-            "strategy": out["strategy"],
-            "eligible": pc.and_(
-                pc.equal(out["_blamed_sum"], 0), pc.equal(out["group_count"], out["group_count_max"])
-            ),
-            "consumers": out["consumer_count_max"],
-            "most_queues": out["queue_count_max"],
-            "pop_idle_consumers": out["pop_idle_consumers_max"],
-            "pop_max_message_share": out["pop_max_message_share_max"],
-            # (sum / scenarios) as a long: truncated
-            **{
-                c: pc.cast(pc.trunc(pc.divide(pc.cast(out[f"{c}_sum"], pa.float64()), scenarios)), pa.int64())
-                for c in one_library
-            },
-        }
-    )
-
-
-def _firsts(table: pa.Table, order: list[str]) -> pa.Table:
-    """Each group's first row by ``order`` (ascending, after the group)."""
-    ranked = table.sort_by([("group", "ascending"), *[(c, "ascending") for c in order]])
-    groups = ranked["group"].to_numpy(zero_copy_only=False)
-    first = np.ones(len(groups), dtype=bool)
-    first[1:] = groups[1:] != groups[:-1]
-    return ranked.filter(pa.array(first))
-
-
-def _best_per_group(per_strategy: pa.Table) -> pa.Table:
-    worst = per_strategy["worst_max_over_mean"].to_numpy(zero_copy_only=False).astype(float)
-    known = ~np.isnan(worst)
-    balance = np.full(len(worst), np.inf)
-    balance[known] = rounded(worst[known], 3)
-    table = per_strategy.append_column("balance", pa.array(balance)).set_column(
-        per_strategy.schema.get_field_index("moved"), "moved", pc.fill_null(per_strategy["moved"], 0)
-    )
-    eligible = table.filter(table["eligible"])
-    best = _firsts(eligible, ["balance", "moved", "strategy"]).select(
-        ["group", "strategy", "balance", "one_library_multi_owned", "one_library_unassigned"]
-    )
-    best = best.rename_columns({"strategy": "best_balance", "balance": "best_max_over_mean"})
-    fewest = _firsts(eligible, ["moved", "balance", "strategy"]).select(["group", "strategy", "moved"])
-    fewest = fewest.rename_columns({"strategy": "fewest_moves", "moved": "fewest_moved"})
-    figures = ("consumers", "most_queues", "pop_idle_consumers", "pop_max_message_share")
-    groups = table.group_by("group").aggregate([(c, "max") for c in figures])
-    groups = groups.rename_columns({f"{c}_max": c for c in figures})
-    out = groups.join(best, "group").join(fewest, "group").sort_by("group")
-    best_balance = out["best_max_over_mean"]
-    pop_idle = out["pop_idle_consumers"]
-    return (
-        out.set_column(
-            out.schema.get_field_index("best_max_over_mean"),
-            "best_max_over_mean",
-            _where(pc.less(best_balance, np.inf), best_balance),
-        )
-        .append_column("useful_consumers", _least(out["consumers"], out["most_queues"]))
-        .append_column(
-            "pop_share_queue_num",
-            _where(pc.is_valid(pop_idle), pa.array(np.full(len(out), POP_SHARE_QUEUE_NUM), pa.int32())),
-        )
-    )
-
-
-def _least(a, b):
-    """SQL's least: the smaller of the two, nulls skipped."""
-    return pc.min_element_wise(a, b, skip_nulls=True)
+    return conformed(table.sort_by(order), schemas.EXPOSURE)  # nulls last

@@ -5,6 +5,7 @@ The tables it writes are docs/CONTRACT.md, section 4; its command, section 5.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -86,6 +87,8 @@ class Staged:
     # then phase 0 is scenario phases.SNAPSHOT's, and a scenario's rows hold only what changed.
     touched: pa.Table | None = None
     last_phases: dict[str, int] = field(default_factory=dict)  # every scenario's, as summary has them
+    # The scenarios whose phases are still to build and stage, a chunk at a time (run).
+    later: tuple[parse.Scenario, ...] = ()
 
 
 def snapshot_read(spark: SparkSession | None, config: SimulateConfig) -> Snapshot:
@@ -118,6 +121,7 @@ def build_group_routes(
     prepared: Staged | None = None,
     elements: bool = False,
     whole: bool = False,
+    deferred: bool = False,
 ) -> Staged:
     """Load and check the snapshot, apply the scenarios' steps, build each (topic, group)'s route:
     in this process, with pyarrow (a fleet's metadata is small, and every Spark job costs a fixed
@@ -127,10 +131,12 @@ def build_group_routes(
     ``runs``: these scenarios, not the file's. ``prepared``: a build whose loaded and checked
     snapshot this one reuses. ``elements``: sweep elements, each cut to what it touches, its phase
     0 among them and every row written, without phase 0's fleet (rmqsim.impact); ``touched``
-    lists what each touched. ``whole``: every scenario at once, not a chunk at a time."""
+    lists what each touched. ``whole``: every scenario at once, not a chunk at a time.
+    ``deferred``: where the scenarios go a chunk at a time, phase 0 alone, the scenarios left in
+    ``later`` for run to build and stage a chunk at a time."""
     runs = runs or load_scenarios(config)
     if not whole and _in_chunks(config, runs, elements=elements):
-        return _built_in_chunks(spark, config, runs, prepared)
+        return _built_in_chunks(spark, config, runs, prepared, deferred=deferred)
     if prepared is None:
         snapshot = snapshot_read(spark, config)
         checked = checks.check_snapshot(snapshot, configured_strategies=config.strategies is None)
@@ -244,10 +250,12 @@ def _built_in_chunks(
     config: SimulateConfig,
     runs: tuple[parse.Scenario, ...],
     prepared: Staged | None,
+    *,
+    deferred: bool,
 ) -> Staged:
-    """Phase 0 built once, then the scenarios a chunk at a time, each cut to what it touches and
-    stacked onto it (with_detail): the driver holds one chunk's intermediate tables at a time,
-    not every scenario's. Chunks as sweep elements have them (_chunks)."""
+    """Phase 0 built once, then (unless ``deferred``) the scenarios a chunk at a time, each cut
+    to what it touches and stacked onto it (completed): the driver holds one chunk's intermediate
+    tables at a time, not every scenario's."""
     snapshot_alone = (parse.Scenario(BASELINE),)
     built = build_group_routes(spark, config, snapshot_alone, prepared=prepared)
     if built.traffic is None and any(
@@ -255,11 +263,24 @@ def _built_in_chunks(
     ):
         # A step gives traffic to a snapshot without it: phase 0 then has some too, all at once.
         return build_group_routes(spark, config, runs, prepared=built, whole=True)
-    for _, cut in _chunks(config, built, [s for s in runs if s.steps], "scenarios"):
+    later = replace(built, later=tuple(s for s in runs if s.steps))
+    return later if deferred else completed(config, later, runs)
+
+
+def completed(config: SimulateConfig, built: Staged, runs: tuple[parse.Scenario, ...]) -> Staged:
+    """``built`` with its ``later`` scenarios stacked onto it, a chunk at a time (with_detail),
+    and the scenarios of ``runs`` without steps: phase 0 alone, they have summary rows as every
+    scenario has."""
+    if not built.later:
+        return built
+    later, built = built.later, replace(built, later=())
+    for _, cut in _chunks(config, built, list(later), "scenarios"):
         built = with_detail(built, cut)
-    # A scenario without steps is phase 0 alone: it has summary rows, as every scenario has.
-    still = {s.name: 0 for s in runs if not s.steps}
-    return replace(built, last_phases={**built.last_phases, **still}) if still else built
+    return replace(built, last_phases={**built.last_phases, **_without_steps(runs, built)})
+
+
+def _without_steps(runs: tuple[parse.Scenario, ...], built: Staged) -> dict[str, int]:
+    return {s.name: 0 for s in runs if not s.steps and s.name not in built.last_phases}
 
 
 def _traffic(
@@ -317,10 +338,15 @@ def sweep_elements(
     sink: Sink,
     built: Staged,
     sweeps: tuple[parse.Sweep, ...],
+    *,
+    strategies: list[str] | None = None,
+    fleet_rows: int | None = None,
 ) -> Swept | None:
     """Every element of every sweep through the stage, each cut to what it touches, in chunks of
     about as many route rows as the fleet has (so that the driver holds about one fleet's worth
     more); their rows back in the driver, summed per element, ranked. None without sweeps.
+    ``strategies`` (every strategy the run computes) and ``fleet_rows`` (the fleet's route rows):
+    where ``built`` no longer holds its routes.
 
     While Spark runs a chunk, this thread sums the chunk before and builds the next (numpy and
     pyarrow let go of the GIL). The builds stay in this thread: its allocator has kept the memory
@@ -330,7 +356,7 @@ def sweep_elements(
     found = sweep_scenarios.expand(sweeps, built.checked)
     every = [(sweep, s) for sweep, scenarios in found.items() for s in scenarios]
     # Every strategy the run computes: an element's row for one its touched groups never run is 0.
-    strategies = sorted(pc.unique(pc.list_flatten(built.group_routes["strategies"])).to_pylist())
+    strategies = sorted(strategies if strategies is not None else _strategies(built.group_routes))
 
     sweep_of = {scenario.name: sweep for sweep, scenario in every}
 
@@ -343,7 +369,7 @@ def sweep_elements(
 
     parts, running = [], None
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-stage") as stage:
-        for chunk, elements in _chunks(config, built, [s for _, s in every], "sweep elements"):
+        for chunk, elements in _chunks(config, built, [s for _, s in every], "sweep elements", fleet_rows):
             rows = stage.submit(sink.collect_stage, stage_input(spark, elements, config), impact.COLLECTED)
             if running is not None:
                 parts.append(summed(*running))
@@ -359,13 +385,22 @@ def sweep_elements(
     return Swept(ranked, tuple(s for _, s in every if s.name in chosen))
 
 
+def _strategies(group_routes: pa.Table) -> set[str]:
+    return set(pc.unique(pc.list_flatten(group_routes["strategies"])).to_pylist())
+
+
 def _chunks(
-    config: SimulateConfig, built: Staged, scenarios: list[parse.Scenario], what: str
+    config: SimulateConfig,
+    built: Staged,
+    scenarios: list[parse.Scenario],
+    what: str,
+    fleet_rows: int | None = None,
 ) -> Iterator[tuple[list[parse.Scenario], Staged]]:
     """``scenarios`` in chunks, each with its routes cut to what its scenarios touch
     (build_group_routes(elements=True)): the first FIRST_CHUNK scenarios, then as many as the
-    last chunk says fill the fleet's route rows (``built``'s), at least CHUNK_ROWS."""
-    budget = max(built.group_routes.num_rows, CHUNK_ROWS)
+    last chunk says fill the fleet's route rows (``fleet_rows``, else ``built``'s), at least
+    CHUNK_ROWS."""
+    budget = max(built.group_routes.num_rows if fleet_rows is None else fleet_rows, CHUNK_ROWS)
     done, size = 0, FIRST_CHUNK
     while done < len(scenarios):
         chunk = scenarios[done : done + size]
@@ -387,14 +422,14 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
     """``built`` (phase 0, and the scenarios stacked so far) with ``detail``'s phases (scenarios
     or detailed sweep elements: build_group_routes(elements=True)), each written where its steps
     touched: the fleet's routes are not built again."""
-    listed = detail.touched
-    routes = phases.marked_written(detail.group_routes, listed)
+    listed, marked = detail.touched, _marked(detail)
+    routes = marked.group_routes
     ours = built.group_routes
     i = ours.schema.get_field_index("written")
     ours = ours.set_column(i, ours.schema.field(i), pc.fill_null(ours["written"], True))
     traffic = built.traffic
-    if traffic is not None and detail.traffic is not None:
-        theirs = phases.written_traffic(detail.traffic, listed)
+    if traffic is not None and marked.traffic is not None:
+        theirs = marked.traffic
         before = traffic
 
         def queues() -> pa.Table:
@@ -420,28 +455,21 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
     )
 
 
-def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None) -> RunResult:
-    """The whole job; ``built``: build_group_routes(None, config), where the caller built the routes
-    before the session was up."""
+def run(spark: SparkSession, config: SimulateConfig, ahead: list[Staged] | None = None) -> RunResult:
+    """The whole job. ``ahead``: [build_group_routes(None, config, deferred=True)], where the
+    caller built the routes before the session was up; a list the run empties, so that it holds
+    the routes alone and lets go of phase 0's once they are staged."""
     log.info("simulate: %s", config.describe())
     sink = open_sink(spark, config.out, mode=config.mode, kind=config.sink)
     found = load_file(config)
-    built = built or build_group_routes(spark, config)
+    routes = ahead if ahead else [build_group_routes(spark, config, deferred=True)]
     try:
-        swept = sweep_elements(spark, config, sink, built, found.sweeps)
-        if swept is not None and swept.detail:
-            detail = build_group_routes(spark, config, swept.detail, prepared=built, elements=True)
-            if config.full_phases or (built.traffic is None) != (detail.traffic is None):
-                runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
-                built = build_group_routes(spark, config, runs, prepared=built)
-            else:
-                built = with_detail(built, detail)
-            del detail
-        # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
-        with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
-            written = pool.submit(_write_queue_traffic, sink, built.traffic)
-            sink.run_stage(stage_input(spark, built, config), stage_tables(built))
-            written.result()
+        if sink.appends and not config.full_phases:
+            built, swept = _staged_in_chunks(spark, config, sink, routes, found)
+        else:
+            built, swept = _staged_whole(
+                spark, config, sink, completed(config, routes.pop(), found.scenarios), found
+            )
         result = write_rollups(sink, built, swept)
         sink.publish()
     except BaseException:
@@ -451,9 +479,182 @@ def run(spark: SparkSession, config: SimulateConfig, built: Staged | None = None
     return result
 
 
-def _write_queue_traffic(sink: Sink, traffic: inflow.Traffic | None) -> None:
+def _staged_whole(
+    spark: SparkSession, config: SimulateConfig, sink: Sink, built: Staged, found: parse.ScenarioFile
+) -> tuple[Staged, Swept | None]:
+    """Every phase through the stage at once (the sweeps' detailed elements stacked on): where the
+    sink writes each table whole, or every phase is written whole."""
+    swept = sweep_elements(spark, config, sink, built, found.sweeps)
+    if swept is not None and swept.detail:
+        detail = build_group_routes(spark, config, swept.detail, prepared=built, elements=True)
+        if config.full_phases or (built.traffic is None) != (detail.traffic is None):
+            runs = tuple(s for s in found.scenarios if s.steps) + swept.detail
+            built = build_group_routes(spark, config, runs, prepared=built)
+        else:
+            built = with_detail(built, detail)
+        del detail
+    _stage(spark, config, sink, built, stage_tables(built))
+    return built, swept
+
+
+def _staged_in_chunks(
+    spark: SparkSession,
+    config: SimulateConfig,
+    sink: Sink,
+    routes: list[Staged],
+    found: parse.ScenarioFile,
+) -> tuple[Staged, Swept | None]:
+    """Phase 0 (or every phase, where a step's traffic made the build whole) through the stage,
+    then the scenarios left (``later``) and the sweeps' detailed elements a chunk at a time, each
+    appended to the run's tables: the driver holds one chunk's routes at a time. ``routes``: [the
+    build], emptied. Returned: what the rollups need of every chunk (_kept), and the sweeps.
+
+    The first stage writes movement, and falling_behind where the snapshot has capacities, before
+    the chunks say whether the run needs them; a table it turns out no phase needs is dropped."""
+    first = routes.pop()
+    capacities = "client_capacities" not in first.absent
+    tables = stage_tables(replace(first, with_movement=True, with_capacities=capacities))
+    _stage(spark, config, sink, first, tables)
+    strategies, fleet_rows = _strategies(first.group_routes), first.group_routes.num_rows
+    record = _kept(first)
+    del first
+    chunks = _chunks(config, record, list(record.later), "scenarios", fleet_rows)
+    record, strategies = _staged_chunks(spark, config, sink, chunks, tables, record, strategies)
+    record = replace(
+        record, later=(), last_phases={**record.last_phases, **_without_steps(found.scenarios, record)}
+    )
+    swept = sweep_elements(
+        spark, config, sink, record, found.sweeps, strategies=sorted(strategies), fleet_rows=fleet_rows
+    )
+    detail = list(swept.detail) if swept is not None else []
+    elements = _chunks(config, record, detail, "detailed sweep elements", fleet_rows)
+    first_detail = next(elements, None)
+    if first_detail is not None and (first_detail[1].traffic is None) != (record.traffic is None):
+        # The first stage has traffic a step gave it, the elements none: every phase again, whole.
+        runs = tuple(s for s in found.scenarios if s.steps) + tuple(detail)
+        whole = build_group_routes(spark, config, runs, prepared=record)
+        for name in set(tables) - set(stage_tables(whole)):
+            sink.drop(name)
+        _stage(spark, config, sink, whole, stage_tables(whole))
+        return whole, swept
+    if first_detail is not None:
+        elements = itertools.chain([first_detail], elements)
+        del first_detail
+        record, _ = _staged_chunks(spark, config, sink, elements, tables, record, set())
+    for name in set(tables) - set(stage_tables(record)):
+        sink.drop(name)
+    return record, swept
+
+
+def _staged_chunks(
+    spark: SparkSession,
+    config: SimulateConfig,
+    sink: Sink,
+    chunks: Iterator[tuple[list[parse.Scenario], Staged]],
+    tables: tuple[str, ...],
+    record: Staged,
+    strategies: set[str],
+) -> tuple[Staged, set[str]]:
+    """Each chunk (_chunks) through the stage, appended: while Spark runs one, this thread builds
+    the next (numpy and pyarrow let go of the GIL). ``record`` and ``strategies``: of the stages
+    before, returned with these chunks' too."""
+    running = None
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-chunk-stage") as pool:
+        for _, cut in chunks:
+            marked = _marked(cut)
+            del cut
+            if running is not None:
+                running.result()
+            running = pool.submit(_stage, spark, config, sink, marked, tables, append=True)
+            strategies |= _strategies(marked.group_routes)
+            record = _kept(marked, record)
+            del marked
+        if running is not None:
+            running.result()
+    return record, strategies
+
+
+def _stage(
+    spark: SparkSession,
+    config: SimulateConfig,
+    sink: Sink,
+    built: Staged,
+    tables: tuple[str, ...],
+    *,
+    append: bool = False,
+) -> None:
+    """``built``'s routes through the stage, its ``tables`` and its queue_traffic written
+    (``append``: beside an earlier stage's)."""
+    # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
+        written = pool.submit(_write_queue_traffic, sink, built.traffic, append)
+        sink.run_stage(stage_input(spark, built, config), tables, **({"append": True} if append else {}))
+        written.result()
+
+
+def _write_queue_traffic(sink: Sink, traffic: inflow.Traffic | None, append: bool) -> None:
     if traffic is not None:
-        sink.write("queue_traffic", traffic.queue_traffic)
+        sink.write("queue_traffic", traffic.queue_traffic, **({"append": True} if append else {}))
+
+
+def _marked(cut: Staged) -> Staged:
+    """A chunk's build (build_group_routes(elements=True)) as the run writes it: its routes and
+    traffic written where its steps touched (phases.marked_written)."""
+    listed = cut.touched
+    traffic = None if cut.traffic is None else phases.written_traffic(cut.traffic, listed)
+    return replace(
+        cut,
+        group_routes=phases.marked_written(cut.group_routes, listed),
+        traffic=traffic,
+        absent=tuple(c for c in cut.absent if c != "written"),
+    )
+
+
+def _kept(staged: Staged, before: Staged | None = None) -> Staged:
+    """What the rollups need of a stage's build once it ran (``before``: of the stages before):
+    as routes, only the rows whose strategies were skipped (the allocation's rejects); of the
+    traffic, the unroutable rates and rejects; touched/, the last phases and the flags."""
+    traffic = staged.traffic
+    if traffic is not None:
+        traffic = replace(
+            traffic,
+            topic_inflow=traffic.topic_inflow.slice(0, 0),
+            build_queue_traffic=_written_already,
+        )
+    skipped = skipped_routes(staged.group_routes)
+    if before is None:
+        return replace(staged, group_routes=skipped, traffic=traffic)
+    if before.traffic is not None and traffic is not None:
+        traffic = replace(
+            before.traffic,
+            unroutable=stacked(before.traffic.unroutable, traffic.unroutable),
+            rejects=stacked(before.traffic.rejects, traffic.rejects),
+        )
+    else:
+        traffic = before.traffic
+    return replace(
+        before,
+        group_routes=stacked(before.group_routes, skipped),
+        with_movement=True,
+        with_stale_views=before.with_stale_views or staged.with_stale_views,
+        traffic=traffic,
+        with_capacities=before.with_capacities or staged.with_capacities,
+        touched=staged.touched if before.touched is None else stacked(before.touched, staged.touched),
+        last_phases={**before.last_phases, **staged.last_phases},
+    )
+
+
+def _written_already() -> pa.Table:
+    raise RuntimeError("queue_traffic was written with its stage")
+
+
+def skipped_routes(group_routes: pa.Table) -> pa.Table:
+    """The written routes (every route, where every phase is) whose strategies were skipped: what
+    the allocation's rejects read of the routes (rollups.allocation_rejects)."""
+    skips = pc.greater(pc.fill_null(pc.list_value_length(group_routes["skipped"]), 0), 0)
+    written = pc.fill_null(group_routes["written"], True)
+    kept = group_routes.filter(pc.and_(skips, written))
+    return kept.select(["scenario", "phase", "topic", "group", "skipped", "written"])
 
 
 def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunResult:
@@ -462,25 +663,13 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
     the rollups see every phase whole (rmqsim.phases)."""
     traffic = built.traffic
 
-    def read(name: str, columns: tuple[str, ...] = ()) -> pa.Table:
-        """Table ``name``'s ``columns`` (all: none given) with what the rebuild keys rows by."""
-        keys = [c for c in phases.KEYS[name] if columns and c not in columns]
-        return sink.read(name, (*columns, *keys))
-
-    if built.touched is not None:
-        sink.write("touched", built.touched)
     wanted = (*rollups.GROUP_METRICS_COLUMNS, *rollups.SUMMARY_METRICS_COLUMNS)
     if built.with_stale_views:
         wanted = tuple(dict.fromkeys([*wanted, *schemas.SPLIT_BRAIN.fieldNames()]))
-    metrics_written = sink.read("group_metrics", wanted)
+    if built.touched is not None:
+        sink.write("touched", built.touched)
     rolled = phase_rollups.rolled_up(
-        lambda: phase_rollups.Written(
-            metrics_written,
-            read("consumer_load", rollups.CONSUMER_LOAD_COLUMNS),
-            read("falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
-            read("movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
-            None if traffic is None else traffic.unroutable,
-        ),
+        _written_rows(sink, built, wanted),
         built.touched,
         built.last_phases,
         stale_views=built.with_stale_views,
@@ -500,10 +689,7 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
             sink.write("split_brain", rolled.split_brain)
             exposure = rolled.exposure
             sink.write("exposure", exposure)
-    routes_written = built.group_routes
-    if built.touched is not None:
-        routes_written = routes_written.filter(routes_written["written"])
-    not_simulated = rollups.allocation_rejects(routes_written, metrics_written)
+    not_simulated = rollups.allocation_rejects(skipped_routes(built.group_routes), rolled.thrown)
     unroutable = [] if traffic is None else [traffic.rejects.cast(built.rejects.schema)]
     sink.write(
         "rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema), *unroutable])
@@ -520,6 +706,36 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
         _rows(sweep),
         0 if advice is None else advice.num_rows,
     )
+
+
+def _written_rows(
+    sink: Sink, built: Staged, metrics: tuple[str, ...]
+) -> Callable[[str | None], phase_rollups.Written]:
+    """What the rollups read of the stage's tables (``metrics``: group_metrics' columns), a
+    scenario at a time (phase_rollups.rolled_up's ``read``): the arrow sink reads only that
+    scenario's partitions; the Spark sink reads each table once (a Spark job each) and splits it."""
+    unroutable = None if built.traffic is None else built.traffic.unroutable
+
+    def read(scenario: str | None, name: str, columns: tuple[str, ...] = ()) -> pa.Table:
+        """Table ``name``'s ``columns`` (all: none given) with what the rebuild keys rows by."""
+        keys = [c for c in phases.KEYS[name] if columns and c not in columns]
+        return sink.read(name, (*columns, *keys), None if scenario is None else {"scenario": scenario})
+
+    def written(scenario: str | None) -> phase_rollups.Written:
+        rates = unroutable
+        if rates is not None and scenario is not None:
+            rates = rates.filter(pc.equal(rates["scenario"], scenario))
+        return phase_rollups.Written(
+            read(scenario, "group_metrics", metrics),
+            read(scenario, "consumer_load", rollups.CONSUMER_LOAD_COLUMNS),
+            read(scenario, "falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
+            read(scenario, "movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
+            rates,
+        )
+
+    if sink.kind == "arrow" or built.touched is None:
+        return written
+    return phase_rollups.by_scenario(written(None))
 
 
 def _printed(advice: pa.Table | None) -> list[dict]:

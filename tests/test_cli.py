@@ -289,7 +289,7 @@ def test_simulate_builds_a_local_snapshot_s_routes_without_spark(tmp_path, monke
     built = []
     real = simulate.build_group_routes
     monkeypatch.setattr(
-        simulate, "build_group_routes", lambda spark, cfg: built.append(spark) or real(spark, cfg)
+        simulate, "build_group_routes", lambda spark, cfg, **kw: built.append(spark) or real(spark, cfg, **kw)
     )
     monkeypatch.setattr("rmqsim.cli._session", lambda args: (_ for _ in ()).throw(RuntimeError("no JVM")))
     assert main(["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(tmp_path / "out")]) == 1

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from rmqsim import rollups
+from rmqsim import recommendation, rollups
 from rmqsim.errors import InputError
 from rmqsim.reporting import results, text
 from rmqsim.strategies import STRATEGIES
@@ -99,7 +99,7 @@ def test_snapshot_summary_is_phase_0_once(sample_run) -> None:
 def test_recommendation_rounds_as_spark_does_half_up_on_the_printed_decimal() -> None:
     # 0.1235 is stored as 0.12349999999999999...: Python's round() gives 0.123, Spark's
     # BigDecimal("0.1235").setScale(3, HALF_UP) gives 0.124; likewise 2.0005 to 2.001.
-    assert rollups.rounded(np.array([0.1235, 2.0005, 1.0, 1.3333333333333333]), 3).tolist() == [
+    assert recommendation.rounded(np.array([0.1235, 2.0005, 1.0, 1.3333333333333333]), 3).tolist() == [
         0.124,
         2.001,
         1.0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import rollups, schemas
+from rmqsim import recommendation, rollups, schemas
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -116,7 +116,7 @@ def test_the_recommendation_breaks_ties_and_passes_over_a_strategy_that_alone_th
             *[("h", st, 0, 1, 0, None) for st in "ABC"],
         ]
     )
-    out = {r["group"]: r for r in rollups.recommendation(metrics, load, movement).to_pylist()}
+    out = {r["group"]: r for r in recommendation.recommendation(metrics, load, movement).to_pylist()}
     # g: A and B tie on 1.333; B moved 1 queue, A 2: B is best balanced and moves fewest.
     assert (out["g"]["best_balance"], out["g"]["best_max_over_mean"]) == ("B", 1.333)
     assert (out["g"]["fewest_moves"], out["g"]["fewest_moved"]) == ("B", 1)

@@ -29,8 +29,9 @@ KINDS = ("arrow", "spark")
 class Sink(Protocol):
     kind: str
     directory: RunDirectory
+    appends: bool  # whether run_stage and write take append=True, and drop is there
 
-    def run_stage(self, stage: StageInput, tables: Sequence[str]) -> None:
+    def run_stage(self, stage: StageInput, tables: Sequence[str], *, append: bool = False) -> None:
         """The allocation stage over ``stage``'s routes, its ``tables`` (of schemas.STAGE_TABLES)
         written; each sink hands the routes to the tasks its own way."""
 
@@ -38,8 +39,11 @@ class Sink(Protocol):
         """The stage's ``tables`` over ``stage``'s routes, back in the driver, never in the run
         (a sweep's elements: rmqsim.impact)."""
 
-    def write(self, name: str, table: pa.Table) -> None:
+    def write(self, name: str, table: pa.Table, *, append: bool = False) -> None:
         """A table the driver holds, written as table ``name`` of schemas.OUTPUTS."""
+
+    def drop(self, name: str) -> None:
+        """A table written before removed from the run (only where ``appends``)."""
 
     def read(
         self, name: str, columns: Sequence[str] = (), where: Mapping[str, object] | None = None

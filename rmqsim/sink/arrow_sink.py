@@ -212,6 +212,7 @@ class ArrowSink:
     """Tables written and read by pyarrow: by the stage's tasks, and by the driver."""
 
     kind = "arrow"
+    appends = True  # run_stage and write add to a table, and drop removes one (simulate streams)
     Job = StageJob  # what the tasks are handed: a subclass may watch or break their attempts
 
     def __init__(self, spark: SparkSession, directory: RunDirectory) -> None:
@@ -220,12 +221,14 @@ class ArrowSink:
         self.spark = spark
         self.directory = directory
 
-    def run_stage(self, stage: StageInput, tables: Sequence[str]) -> None:
+    def run_stage(self, stage: StageInput, tables: Sequence[str], *, append: bool = False) -> None:
         """The stage over ``stage``'s routes, its ``tables`` written by its tasks: the routes
-        handed over as files, one Spark job, then the kept attempts' files moved into the run."""
+        handed over as files, one Spark job, then the kept attempts' files moved into the run.
+        ``append``: beside the rows an earlier stage of the run wrote, in partitions of their own
+        (other scenarios)."""
         job = self.Job(self.directory.beside("tasks"), tuple(tables))
         try:
-            self._commit(job, self._tasks(job, stage, write_task_files, ", ".join(tables)))
+            self._commit(job, self._tasks(job, stage, write_task_files, ", ".join(tables)), append)
         finally:
             shutil.rmtree(job.temporary, ignore_errors=True)
 
@@ -253,31 +256,38 @@ class ArrowSink:
         with session.job_description(self.spark, f"rmqsim: {what}"):
             return ids.mapInArrow(partial(task, job=job), WRITTEN).toArrow()
 
-    def _commit(self, job: StageJob, written: pa.Table) -> None:
+    def _commit(self, job: StageJob, written: pa.Table, append: bool) -> None:
         for name in job.tables:
             path = self.directory.table(name)
-            shutil.rmtree(path, ignore_errors=True)
-            os.makedirs(path)
+            if not append:
+                shutil.rmtree(path, ignore_errors=True)
+            os.makedirs(path, exist_ok=True)
         for attempt, file in zip(written["attempt"].to_pylist(), written["file"].to_pylist()):
             final = os.path.join(self.directory.staging, file)
+            if os.path.exists(final):  # an appended stage's scenarios are new to the run
+                raise RuntimeError(f"{final} was written by an earlier stage of this run")
             os.makedirs(os.path.dirname(final), exist_ok=True)
             os.replace(os.path.join(attempt, file), final)
         for name in job.tables:
             open(os.path.join(self.directory.table(name), SUCCESS), "w").close()
 
-    def write(self, name: str, table: pa.Table) -> None:
+    def write(self, name: str, table: pa.Table, *, append: bool = False) -> None:
         """``table`` (the driver's) as table ``name``: one file, or one per partition, in its row order.
-        A dictionary-encoded column of the schema's type is written as it is (readers see the type)."""
+        A dictionary-encoded column of the schema's type is written as it is (readers see the type).
+        ``append``: beside the rows written before, in partitions of their own."""
         spec = schemas.OUTPUTS[name]
         table = _as_written(table.select(spec.schema.fieldNames()), schemas.arrow(spec.schema))
         path = self.directory.table(name)
-        shutil.rmtree(path, ignore_errors=True)
-        os.makedirs(path)
+        if not append:
+            shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path, exist_ok=True)
         for key, rows in partitions(table, spec.partitioned_by) if spec.partitioned_by else [((), table)]:
             where = os.path.join(path, partition_directory(zip(spec.partitioned_by, key)))
             os.makedirs(where, exist_ok=True)
             rows = rows.drop_columns(list(spec.partitioned_by))
             file = os.path.join(where, part_file(0))
+            if os.path.exists(file):
+                raise RuntimeError(f"{file} was written before in this run")
             # Without Arrow's schema in the file: a reader sees strings, not the dictionaries. In
             # row groups as large as Spark's writer makes them (128 MB): pyarrow's default, a
             # million rows, wrote queue_traffic's dictionary of every topic once per million.
@@ -301,6 +311,11 @@ class ArrowSink:
             test = ds.field(column) == value
             condition = test if condition is None else condition & test
         return found.to_table(columns=list(columns or schema.names), filter=condition)
+
+    def drop(self, name: str) -> None:
+        """Table ``name`` removed from the run: an earlier stage wrote it for phases that, it
+        turned out, no table of the run needs."""
+        shutil.rmtree(self.directory.table(name), ignore_errors=True)
 
     def publish(self) -> str:
         return self.directory.publish()

@@ -62,10 +62,16 @@ def _rows_of(packed: DataFrame, name: str) -> DataFrame:
     return rows.select(*schemas.OUTPUTS[name].schema.fieldNames())
 
 
+def _whole(append: bool) -> None:
+    if append:
+        raise NotImplementedError("the Spark sink writes each table whole, once (appends is False)")
+
+
 class SparkSink:
     """Tables written and read by Spark."""
 
     kind = "spark"
+    appends = False  # a table once written stays whole: simulate stages every phase at once
 
     def __init__(self, spark: SparkSession, directory: RunDirectory) -> None:
         self.spark = spark
@@ -73,13 +79,14 @@ class SparkSink:
         self._before = session.last_job(spark)  # the jobs after it are this run's
         self._written: set[str] = set()
 
-    def run_stage(self, stage: tasks.StageInput, tables: Sequence[str]) -> None:
+    def run_stage(self, stage: tasks.StageInput, tables: Sequence[str], *, append: bool = False) -> None:
         """The stage over ``stage``'s routes, handed to the executors partitioned by group: one
         Python pass, kept packed for the writes, and a Spark job per table.
 
         Nothing is kept that Spark cannot compute again: the routes start from the driver's
         Arrow table, and the packed rows are cached, not checkpointed. A lost executor's blocks
         and shuffle files are recomputed from the driver's routes, and the run goes on."""
+        _whole(append)
         packed = self._packed(stage, tables, reused=True).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             for name in tables:
@@ -116,8 +123,9 @@ class SparkSink:
             partitioned_by = schemas.OUTPUTS[name].partitioned_by
             rows.write.mode("overwrite").partitionBy(*partitioned_by).parquet(self.directory.table(name))
 
-    def write(self, name: str, table: pa.Table) -> None:
+    def write(self, name: str, table: pa.Table, *, append: bool = False) -> None:
         """``table`` (the driver's) as table ``name``, one file (per partition) in its row order."""
+        _whole(append)
         schema = schemas.OUTPUTS[name].schema
         table = table.select(schema.fieldNames()).cast(schemas.arrow(schema))  # no dictionaries
         self._write(name, session.from_arrow(self.spark, table, schema).coalesce(1))
@@ -134,6 +142,9 @@ class SparkSink:
             rows = rows.where(F.col(column) == value)
         types = schemas.arrow(schema)
         return rows.select(*columns).toArrow().cast(pa.schema([types.field(c) for c in columns]))
+
+    def drop(self, name: str) -> None:
+        raise NotImplementedError("the Spark sink writes each table whole, once")
 
     def publish(self) -> str:
         """The run moved into place once no task of it runs, without Spark's temporary folders."""
