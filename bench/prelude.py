@@ -51,7 +51,7 @@ saved = sys.argv[1]
 with open(saved + "/staged.json") as f:
     staged = json.load(f)
 
-def build_group_routes(spark, config):
+def build_group_routes(spark, config, **deferred):  # the saved routes, whole
     snapshot = simulate.snapshot_read(spark, config)
     return simulate.Staged(
         pq.read_table(saved + "/group_routes.parquet"),

@@ -24,6 +24,7 @@ from rmqsim import phases, recommendation, rollups
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
+TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # Written's
 UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
 
 
@@ -66,7 +67,10 @@ def rolled_up(
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
     # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
     first = scenarios[0]
-    at_0 = _of(_phase(base, touched, last, first, 0), stale_views=stale_views, recommend=False)
+    # Phase 0's rows keyed once, for every phase of every scenario rebuilt from them.
+    keys = {n: phases.keyed(getattr(base, n), n) for n in TABLES if getattr(base, n) is not None}
+    empty = _each(base, lambda name, table: table.slice(0, 0))
+    at_0 = _of(_phase(base, keys, empty, touched, first, 0, 0), stale_views=stale_views, recommend=False)
     summaries, comparisons, brains, thrown = [], [], [], [_thrown(base)]
     # The recommendation weighs each group's load: phase 0's taken once.
     base_load = None if base.movement is None else rollups.group_load(base.consumer_load)
@@ -74,21 +78,22 @@ def rolled_up(
     for scenario in scenarios:
         rows = read(scenario)
         thrown.append(_thrown(rows))
-        own = _stacked_on(base, rows)
         mine = [_named(at_0, scenario)]
         for k in range(1, last[scenario] + 1):
-            tables = _phase(own, touched, last, scenario, k)
+            tables = _phase(base, keys, rows, touched, scenario, last[scenario], k)
             mine.append(_of(tables, stale_views=stale_views, recommend=False))
         summary = pa.concat_tables([p.summary for p in mine])
         summaries.append(summary)
         if base.movement is not None:
-            moved = phases.full("movement", own.movement, touched, last, scenarios=(scenario,))
+            moved = phases.of_scenario(
+                "movement", base.movement, keys["movement"], rows.movement, touched, scenario, last[scenario]
+            )
             comparisons.append(rollups.comparison(summary, moved))
             part = _touched_part(base, base_load, rows, touched, scenario)
             advised = recommendation.folded([*advised, part])
         if stale_views:
             brains.extend(p.split_brain for p in mine)
-        del rows, own, mine
+        del rows, mine
     summary = _sorted(pa.concat_tables(summaries), ["scenario", "phase", "strategy"])
     thrown_rows = pa.concat_tables(thrown)
     if base.movement is None:
@@ -98,11 +103,6 @@ def rolled_up(
     exposure = rollups.exposure(brain) if stale_views else None
     advice = recommendation.merged(advised)
     return Rollups(summary, comparison, advice, brain, exposure, thrown_rows)
-
-
-def _stacked_on(base: Written, rows: Written) -> Written:
-    """A scenario's rows after phase 0's: what phases.full rebuilds its phases from."""
-    return _each(base, lambda name, table: pa.concat_tables([table, getattr(rows, name)]))
 
 
 def _thrown(written: Written) -> pa.Table:
@@ -178,20 +178,26 @@ def _each(written: Written, rebuild) -> Written:
         table = getattr(written, name)
         return None if table is None else rebuild(name, table)
 
-    return Written(
-        *(of(n) for n in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"))
-    )
+    return Written(*(of(n) for n in TABLES))
 
 
 def _phase(
-    written: Written, touched: pa.Table, last: Mapping[str, int], scenario: str, phase: int
+    base: Written,
+    keys: Mapping[str, pa.ChunkedArray],
+    rows: Written,
+    touched: pa.Table,
+    scenario: str,
+    last: int,
+    phase: int,
 ) -> Written:
-    """Phase ``phase`` of ``scenario``, whole, without movement."""
-    mine = touched.filter(pc.equal(touched["scenario"], scenario))
-    return _each(
-        replace(written, movement=None),
-        lambda name, table: phases.full(name, table, mine, last, scenarios=(scenario,), phase=phase),
-    )
+    """Phase ``phase`` of ``scenario``, whole, without movement: from phase 0's rows (``base``,
+    keyed by ``keys``) and the scenario's own (``rows``); ``last``: its last phase."""
+
+    def rebuilt(name: str, table: pa.Table) -> pa.Table:
+        key, own = keys[name], getattr(rows, name)
+        return phases.of_scenario(name, table, key, own, touched, scenario, last, phase)
+
+    return _each(replace(base, movement=None), rebuilt)
 
 
 def by_scenario(written: Written) -> Callable[[str | None], Written]:
@@ -199,7 +205,7 @@ def by_scenario(written: Written) -> Callable[[str | None], Written]:
     0's; None: every row), the tables split once, each scenario's rows taken when asked for, in
     the order written."""
     split: dict[str, tuple[pa.Table, np.ndarray, dict[str, int]] | None] = {}
-    for name in ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable"):
+    for name in TABLES:
         table = getattr(written, name)
         if table is None:
             split[name] = None

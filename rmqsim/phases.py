@@ -134,35 +134,15 @@ def full(
     ``scenarios``: only these; ``phase``: only this phase of theirs (movement: to it)."""
     if touched is None:
         return table
-    columns = KEYS[name]
-    movement = name == "movement"
-    at = "to_phase" if movement else "phase"
+    at = "to_phase" if name == "movement" else "phase"
     snapshot = pc.equal(table["scenario"], SNAPSHOT)
     base = table.filter(pc.and_(snapshot, pc.equal(table[at], 0)))
     written = table.filter(pc.invert(snapshot))
-    base_key = _key(base, columns)
-    listed_key = _key(touched, columns)
+    base_key = keyed(base, name)
     wanted = [s for s in last if s != SNAPSHOT and (scenarios is None or s in scenarios)]
-    parts = []
-    for scenario in wanted:
-        mine = pc.equal(touched["scenario"], scenario)
-        if not movement and phase in (None, 0):
-            parts.append(relabelled(base, scenario, {"phase": 0}))
-        phase_of = touched["phase"].filter(mine).to_numpy()
-        keys_of = listed_key.filter(mine)
-        for k in (
-            range(1, last[scenario] + 1)
-            if phase is None
-            else range(max(phase, 1), min(phase, last[scenario]) + 1)
-        ):
-            listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
-            kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
-            if movement:
-                parts.append(relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
-                if k == last[scenario] and k >= 2:
-                    parts.append(relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
-            else:
-                parts.append(_later(relabelled(kept, scenario, {"phase": k}), name))
+    parts = [
+        _untouched(name, base, base_key, touched, scenario, last[scenario], phase) for scenario in wanted
+    ]
     if phase is not None:
         written = written.filter(pc.equal(written[at], phase))
     if scenarios is not None:
@@ -170,6 +150,61 @@ def full(
     elif not wanted:
         return table  # no scenario: phase 0 is the run
     return pa.concat_tables([p.cast(table.schema) for p in [*parts, written]])
+
+
+def of_scenario(
+    name: str,
+    base: pa.Table,
+    base_key: pa.ChunkedArray,
+    written: pa.Table,
+    touched: pa.Table,
+    scenario: str,
+    last: int,
+    phase: int | None = None,
+) -> pa.Table:
+    """``full``'s rows of one scenario, from phase 0's rows (``base``, keyed by ``base_key``:
+    ``keyed(base, name)``, so that many scenarios key them once) and the rows ``scenario`` wrote
+    (``written``, its rows alone); ``last``: its last phase."""
+    at = "to_phase" if name == "movement" else "phase"
+    if phase is not None:
+        written = written.filter(pc.equal(written[at], phase))
+    parts = [_untouched(name, base, base_key, touched, scenario, last, phase), written]
+    return pa.concat_tables([p.cast(base.schema) for p in parts])
+
+
+def keyed(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """Each row's (topic, group) or whichever KEYS names for table ``name``: what touched/ lists."""
+    return _key(table, KEYS[name])
+
+
+def _untouched(
+    name: str,
+    base: pa.Table,
+    base_key: pa.ChunkedArray,
+    touched: pa.Table,
+    scenario: str,
+    last: int,
+    phase: int | None,
+) -> pa.Table:
+    """Phase 0's rows as ``scenario``'s phases (``phase``: only that one) have them where its steps
+    left them untouched."""
+    movement = name == "movement"
+    mine = touched.filter(pc.equal(touched["scenario"], scenario))
+    parts = []
+    if not movement and phase in (None, 0):
+        parts.append(relabelled(base, scenario, {"phase": 0}))
+    phase_of = mine["phase"].to_numpy()
+    keys_of = keyed(mine, name)
+    for k in range(1, last + 1) if phase is None else range(max(phase, 1), min(phase, last) + 1):
+        listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
+        kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
+        if movement:
+            parts.append(relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
+            if k == last and k >= 2:
+                parts.append(relabelled(kept, scenario, {"from_phase": 0, "to_phase": k}))
+        else:
+            parts.append(_later(relabelled(kept, scenario, {"phase": k}), name))
+    return pa.concat_tables([p.cast(base.schema) for p in parts]) if parts else base.slice(0, 0)
 
 
 def at_phase_0(name: str, base: pa.Table, touched: pa.Table, scenario: str) -> pa.Table:

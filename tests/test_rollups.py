@@ -274,3 +274,38 @@ def test_allocation_rejects_name_the_skipped_strategies_and_the_groups_the_clien
             "row": '{"scenario":"s","phase":0,"topic":"t","group":"h","strategy":"AVG"}',
         },
     ]
+
+
+def _as_scenario(table: pa.Table, name: str) -> pa.Table:
+    i = table.schema.get_field_index("scenario")
+    return table.set_column(i, table.schema.field(i), pa.array([name] * table.num_rows, pa.string()))
+
+
+def test_the_recommendation_over_parts_equals_it_over_every_row() -> None:
+    # Invariant: each scenario's rows as a part of its own, folded in any grouping, give what the
+    # rows of every scenario give at once. Scenario s: C alone throws at phase 1 in group g, so C
+    # is not eligible there; scenario u: nobody throws, and B moves 3 queues where A moves none.
+    s_metrics = _group_metrics(
+        [("g", p, st, "boom" if (st, p) == ("C", 1) else None) for st in "ABC" for p in (0, 1)]
+    )
+    u_metrics = _as_scenario(_group_metrics([("g", p, st, None) for st in "ABC" for p in (0, 1, 2)]), "u")
+    s_load = _load([("g", p, st, 1.0 + 0.1 * p + 0.01 * i) for i, st in enumerate("ABC") for p in (0, 1)])
+    u_load = _as_scenario(
+        _load([("g", p, st, 1.5 - 0.1 * i) for i, st in enumerate("ABC") for p in (0, 1, 2)]), "u"
+    )
+    s_moves = _movement([("g", st, 0, 1, i, i) for i, st in enumerate("ABC")])
+    u_moves = _as_scenario(
+        _movement([("g", st, f, f + 1, 3 * (st == "B"), 0) for st in "ABC" for f in (0, 1)]), "u"
+    )
+    whole = recommendation.recommendation(
+        pa.concat_tables([s_metrics, u_metrics]),
+        pa.concat_tables([s_load, u_load]),
+        pa.concat_tables([s_moves, u_moves]),
+    )
+    parts = [recommendation.part(s_metrics, s_load, s_moves), recommendation.part(u_metrics, u_load, u_moves)]
+    assert recommendation.merged(parts).equals(whole)
+    assert recommendation.merged(recommendation.folded(parts[::-1])).equals(whole)
+    # Over both: C threw once in s, so A or B wins; A's worst 1.5 (u, phase 0) against B's 1.4,
+    # and B moved 1 + 6 = 7 queues where A moved 0: B balances best, A moves fewest.
+    row = whole.to_pylist()[0]
+    assert (row["best_balance"], row["fewest_moves"], row["fewest_moved"]) == ("B", "A", 0)
