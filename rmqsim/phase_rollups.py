@@ -25,7 +25,9 @@ from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
 TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # Written's
-UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
+UNTOUCHED = f"{ELEMENT}untouched"
+# The recommendation's rows of this many fleets' group_metrics make one part.
+PART_ROWS = 2  # no scenario has this name: ELEMENT is refused in names
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ def rolled_up(
     # The recommendation weighs each group's load: phase 0's taken once.
     base_load = None if base.movement is None else rollups.group_load(base.consumer_load)
     advised = [] if base_load is None else [_untouched(base, base_load, touched.slice(0, 0))]
+    pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # scenarios' rows not in a part yet
     for scenario in scenarios:
         rows = read(scenario)
         thrown.append(_thrown(rows))
@@ -89,8 +92,10 @@ def rolled_up(
                 "movement", base.movement, keys["movement"], rows.movement, touched, scenario, last[scenario]
             )
             comparisons.append(rollups.comparison(summary, moved))
-            part = _touched_part(base, base_load, rows, touched, scenario)
-            advised = recommendation.folded([*advised, part])
+            pending.append(_touched_rows(base, base_load, rows, touched, scenario))
+            if sum(p[0].num_rows for p in pending) >= PART_ROWS * base.group_metrics.num_rows:
+                advised = recommendation.folded([*advised, _part(pending)])
+                pending = []
         if stale_views:
             brains.extend(p.split_brain for p in mine)
         del rows, mine
@@ -101,7 +106,7 @@ def rolled_up(
     comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"])
     brain = pa.concat_tables(brains) if stale_views else None
     exposure = rollups.exposure(brain) if stale_views else None
-    advice = recommendation.merged(advised)
+    advice = recommendation.merged([*advised, _part(pending)] if pending else advised)
     return Rollups(summary, comparison, advice, brain, exposure, thrown_rows)
 
 
@@ -126,11 +131,12 @@ def _untouched(base: Written, load: pa.Table, nothing: pa.Table) -> recommendati
     )
 
 
-def _touched_part(
+def _touched_rows(
     base: Written, load: pa.Table, rows: Written, touched: pa.Table, scenario: str
-) -> recommendation.Part:
-    """The recommendation's figures of ``scenario``: the rows it wrote, with phase 0's rows of
-    what it touched as its phase 0 (module doc). ``load``: phase 0's group loads."""
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """What the recommendation reads of ``scenario`` (group_metrics, group loads, movement): the
+    rows it wrote, with phase 0's rows of what it touched as its phase 0 (module doc). ``load``:
+    phase 0's group loads."""
     mine = touched.filter(pc.equal(touched["scenario"], scenario))
 
     def with_phase_0(name: str, at_0: pa.Table, written: pa.Table) -> pa.Table:
@@ -139,7 +145,13 @@ def _touched_part(
 
     metrics = with_phase_0("group_metrics", base.group_metrics, rows.group_metrics)
     loads = with_phase_0("consumer_load", load, rollups.group_load(rows.consumer_load))
-    return recommendation.part(metrics, loads, rows.movement)
+    return metrics, loads, rows.movement
+
+
+def _part(rows: list[tuple[pa.Table, pa.Table, pa.Table]]) -> recommendation.Part:
+    """One part over several scenarios' rows (_touched_rows): each costs a few fixed-cost Arrow
+    plans, whatever its rows."""
+    return recommendation.part(*(pa.concat_tables([r[i] for r in rows]) for i in range(3)))
 
 
 def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
