@@ -14,6 +14,7 @@ whole, since an untouched phase repeats phase 0's rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -66,59 +67,101 @@ def rolled_up(
     if touched is None:
         written = read(None)
         return replace(_of(written, stale_views=stale_views, recommend=True), thrown=_thrown(written))
-    base = read(phases.SNAPSHOT)
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
-    # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
-    first = scenarios[0]
-    # Phase 0's rows keyed once, for every phase of every scenario rebuilt from them.
-    keys = {n: phases.keyed(getattr(base, n), n) for n in TABLES if getattr(base, n) is not None}
-    empty = _each(base, lambda name, table: table.slice(0, 0))
-    at_0 = _of(_phase(base, keys, empty, touched, first, 0, 0), stale_views=stale_views, recommend=False)
-    summaries, comparisons, brains, thrown = [], [], [], [_thrown(base)]
-    # The recommendation weighs each group's load: phase 0's taken once.
-    base_load = None if base.movement is None else rollups.group_load(base.consumer_load)
-    advised = [] if base_load is None else [_untouched(base, base_load, touched.slice(0, 0))]
-    pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # scenarios' rows not in a part yet
+    rolling = _Rolling(read(phases.SNAPSHOT), touched, last, scenarios[0], stale_views=stale_views)
+    # This thread rebuilds and summarises one scenario at a time (its phases are copies of the
+    # fleet); a helper reads the next scenario's rows and finishes the one before (small tables).
+    # Two scenarios rebuilt at once ran the rollups in 5.6 s against 8.6 s on the 2M fleet's 24
+    # scenarios, but raised the driver's peak from 0.50 to 0.65 GB (bench/README.md).
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-rollups") as helper:
+        reading, finishing = helper.submit(read, scenarios[0]), None
+        for i, scenario in enumerate(scenarios):
+            rows = reading.result()
+            if i + 1 < len(scenarios):
+                reading = helper.submit(read, scenarios[i + 1])
+            summary, split = rolling.summarised(scenario, rows)
+            if finishing is not None:
+                rolling.kept(finishing.result())
+            finishing = helper.submit(rolling.rolled, scenario, rows, summary, split)
+            del rows
+        if finishing is not None:
+            rolling.kept(finishing.result())
+    return rolling.finished()
 
-    def of_scenario(scenario: str) -> _Rolled:
-        """One scenario's rollups, from its rows and phase 0's."""
-        rows = read(scenario)
-        mine = [_named(at_0, scenario)]
-        for k in range(1, last[scenario] + 1):
-            tables = _phase(base, keys, rows, touched, scenario, last[scenario], k)
-            mine.append(_of(tables, stale_views=stale_views, recommend=False))
-        summary = pa.concat_tables([p.summary for p in mine])
-        brains = [p.split_brain for p in mine] if stale_views else []
-        if base.movement is None:
+
+class _Rolling:
+    """The rollups of a run whose later phases hold what changed, a scenario at a time: from phase
+    0's rows (``base``), keyed once, and each scenario's own."""
+
+    def __init__(
+        self, base: Written, touched: pa.Table, last: Mapping[str, int], first: str, *, stale_views: bool
+    ) -> None:
+        self.base, self.touched, self.last, self.stale_views = base, touched, last, stale_views
+        # Phase 0's rows keyed once, for every phase of every scenario rebuilt from them.
+        self.keys = {n: phases.keyed(getattr(base, n), n) for n in TABLES if getattr(base, n) is not None}
+        # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
+        empty = _each(base, lambda name, table: table.slice(0, 0))
+        at_0 = _phase(base, self.keys, empty, touched, first, 0, 0)
+        self.at_0 = _of(at_0, stale_views=stale_views, recommend=False)
+        self.summaries: list[pa.Table] = []
+        self.comparisons: list[pa.Table] = []
+        self.brains: list[pa.Table] = []
+        self.thrown = [_thrown(base)]
+        # The recommendation weighs each group's load: phase 0's taken once.
+        self.load = None if base.movement is None else rollups.group_load(base.consumer_load)
+        self.advised = [] if self.load is None else [_untouched(base, self.load, touched.slice(0, 0))]
+        self.pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # rows not in a part yet
+
+    def summarised(self, scenario: str, rows: Written) -> tuple[pa.Table, list[pa.Table]]:
+        """A scenario's summary rows and split_brain parts, each later phase rebuilt whole."""
+        last = self.last[scenario]
+        mine = [_named(self.at_0, scenario)]
+        for k in range(1, last + 1):
+            tables = _phase(self.base, self.keys, rows, self.touched, scenario, last, k)
+            mine.append(_of(tables, stale_views=self.stale_views, recommend=False))
+        brains = [p.split_brain for p in mine] if self.stale_views else []
+        return pa.concat_tables([p.summary for p in mine]), brains
+
+    def rolled(self, scenario: str, rows: Written, summary: pa.Table, brains: list[pa.Table]) -> _Rolled:
+        """The rest of a scenario's rollups, from its rows, its summary and phase 0's rows."""
+        base = self.base
+        if base.movement is None or self.load is None:
             return _Rolled(summary, brains, _thrown(rows))
         moved = phases.of_scenario(
-            "movement", base.movement, keys["movement"], rows.movement, touched, scenario, last[scenario]
+            "movement",
+            base.movement,
+            self.keys["movement"],
+            rows.movement,
+            self.touched,
+            scenario,
+            self.last[scenario],
         )
-        advised = _touched_rows(base, base_load, rows, touched, scenario)
+        advised = _touched_rows(base, self.load, rows, self.touched, scenario)
         return _Rolled(summary, brains, _thrown(rows), rollups.comparison(summary, moved), advised)
 
-    # One scenario at a time: two at once ran the rollups in 5.6 s against 8.6 s on the 2M fleet's
-    # 24 scenarios, but raised the driver's peak from 0.50 to 0.65 GB (bench/README.md).
-    for rolled in map(of_scenario, scenarios):
-        summaries.append(rolled.summary)
-        brains.extend(rolled.brains)
-        thrown.append(rolled.thrown)
-        if rolled.comparison is None or rolled.advised is None:
-            continue
-        comparisons.append(rolled.comparison)
-        pending.append(rolled.advised)
-        if sum(p[0].num_rows for p in pending) >= PART_ROWS * base.group_metrics.num_rows:
-            advised = recommendation.folded([*advised, _part(pending)])
-            pending = []
-    summary = _sorted(pa.concat_tables(summaries), ["scenario", "phase", "strategy"])
-    thrown_rows = pa.concat_tables(thrown)
-    if base.movement is None:
-        return Rollups(summary, thrown=thrown_rows)
-    comparison = _sorted(pa.concat_tables(comparisons), ["scenario", "strategy"])
-    brain = pa.concat_tables(brains) if stale_views else None
-    exposure = rollups.exposure(brain) if stale_views else None
-    advice = recommendation.merged([*advised, _part(pending)] if pending else advised)
-    return Rollups(summary, comparison, advice, brain, exposure, thrown_rows)
+    def kept(self, done: _Rolled) -> None:
+        """A scenario's rollups added to the run's, in the order of the scenarios."""
+        self.summaries.append(done.summary)
+        self.brains.extend(done.brains)
+        self.thrown.append(done.thrown)
+        if done.comparison is None or done.advised is None:
+            return
+        self.comparisons.append(done.comparison)
+        self.pending.append(done.advised)
+        if sum(p[0].num_rows for p in self.pending) >= PART_ROWS * self.base.group_metrics.num_rows:
+            self.advised = recommendation.folded([*self.advised, _part(self.pending)])
+            self.pending = []
+
+    def finished(self) -> Rollups:
+        summary = _sorted(pa.concat_tables(self.summaries), ["scenario", "phase", "strategy"])
+        thrown = pa.concat_tables(self.thrown)
+        if self.base.movement is None:
+            return Rollups(summary, thrown=thrown)
+        comparison = _sorted(pa.concat_tables(self.comparisons), ["scenario", "strategy"])
+        brain = pa.concat_tables(self.brains) if self.stale_views else None
+        exposure = rollups.exposure(brain) if self.stale_views else None
+        parts = [*self.advised, _part(self.pending)] if self.pending else self.advised
+        return Rollups(summary, comparison, recommendation.merged(parts), brain, exposure, thrown)
 
 
 @dataclass(frozen=True)
