@@ -14,7 +14,6 @@ whole, since an untouched phase repeats phase 0's rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -69,23 +68,14 @@ def rolled_up(
         return replace(_of(written, stale_views=stale_views, recommend=True), thrown=_thrown(written))
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
     rolling = _Rolling(read(phases.SNAPSHOT), touched, last, scenarios[0], stale_views=stale_views)
-    # This thread rebuilds and summarises one scenario at a time (its phases are copies of the
-    # fleet); a helper reads the next scenario's rows and finishes the one before (small tables).
-    # Two scenarios rebuilt at once ran the rollups in 5.6 s against 8.6 s on the 2M fleet's 24
-    # scenarios, but raised the driver's peak from 0.50 to 0.65 GB (bench/README.md).
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-rollups") as helper:
-        reading, finishing = helper.submit(read, scenarios[0]), None
-        for i, scenario in enumerate(scenarios):
-            rows = reading.result()
-            if i + 1 < len(scenarios):
-                reading = helper.submit(read, scenarios[i + 1])
-            summary, split = rolling.summarised(scenario, rows)
-            if finishing is not None:
-                rolling.kept(finishing.result())
-            finishing = helper.submit(rolling.rolled, scenario, rows, summary, split)
-            del rows
-        if finishing is not None:
-            rolling.kept(finishing.result())
+    # One scenario at a time. Two rebuilt at once ran the rollups in 5.6 s against 8.6 s on the 2M
+    # fleet's 24 scenarios, a helper thread that read the next and finished the one before in 6.3
+    # s; but they raised the driver's peak from 0.50 GB to 0.65 and 0.54 GB (bench/README.md).
+    for scenario in scenarios:
+        rows = read(scenario)
+        summary, split = rolling.summarised(scenario, rows)
+        rolling.kept(rolling.rolled(scenario, rows, summary, split))
+        del rows
     return rolling.finished()
 
 
