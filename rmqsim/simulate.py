@@ -588,13 +588,13 @@ def _stage(
     # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
         written = pool.submit(_write_queue_traffic, sink, built.traffic, append)
-        sink.run_stage(stage_input(spark, built, config), tables, **({"append": True} if append else {}))
+        sink.run_stage(stage_input(spark, built, config), tables, append=append)
         written.result()
 
 
 def _write_queue_traffic(sink: Sink, traffic: inflow.Traffic | None, append: bool) -> None:
     if traffic is not None:
-        sink.write("queue_traffic", traffic.queue_traffic, **({"append": True} if append else {}))
+        sink.write("queue_traffic", traffic.queue_traffic, append=append)
 
 
 def _marked(cut: Staged) -> Staged:

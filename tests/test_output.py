@@ -82,10 +82,10 @@ def test_a_run_that_fails_midway_leaves_the_previous_result(spark, first_run, tm
     for sink in (arrow_sink.ArrowSink, spark_sink.SparkSink):
         real_write = sink.write
 
-        def fail_on_summary(self, name, table, real_write=real_write):  # after the stage's tables
+        def fail_on_summary(self, name, table, real_write=real_write, **append):  # after the stage's
             if name == "summary":
                 raise RuntimeError("killed")
-            real_write(self, name, table)
+            real_write(self, name, table, **append)
 
         monkeypatch.setattr(sink, "write", fail_on_summary)
     for kind in ("arrow", "spark"):
