@@ -422,7 +422,7 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
     """``built`` (phase 0, and the scenarios stacked so far) with ``detail``'s phases (scenarios
     or detailed sweep elements: build_group_routes(elements=True)), each written where its steps
     touched: the fleet's routes are not built again."""
-    listed, marked = detail.touched, _marked(detail)
+    marked = _marked(detail)
     routes = marked.group_routes
     ours = built.group_routes
     i = ours.schema.get_field_index("written")
@@ -441,17 +441,25 @@ def with_detail(built: Staged, detail: Staged) -> Staged:
             rejects=stacked(traffic.rejects, theirs.rejects),
             build_queue_traffic=queues,
         )
-    touched = listed if built.touched is None else stacked(built.touched, listed)
+    absent = tuple(c for c in built.absent if c in detail.absent and c != "written")
+    return replace(_followed_by(built, detail, stacked(ours, routes), traffic), absent=absent)
+
+
+def _followed_by(
+    before: Staged, after: Staged, group_routes: pa.Table, traffic: inflow.Traffic | None
+) -> Staged:
+    """``before`` with ``after``'s later phases after its own: their routes and traffic as given,
+    touched/ and the last phases stacked, each flag set where either sets it."""
+    touched = after.touched if before.touched is None else stacked(before.touched, after.touched)
     return replace(
-        built,
-        group_routes=stacked(ours, routes),
+        before,
+        group_routes=group_routes,
         with_movement=True,
-        with_stale_views=built.with_stale_views or detail.with_stale_views,
-        absent=tuple(c for c in built.absent if c in detail.absent and c != "written"),
+        with_stale_views=before.with_stale_views or after.with_stale_views,
         traffic=traffic,
-        with_capacities=built.with_capacities or detail.with_capacities,
+        with_capacities=before.with_capacities or after.with_capacities,
         touched=touched,
-        last_phases={**built.last_phases, **detail.last_phases},
+        last_phases={**before.last_phases, **after.last_phases},
     )
 
 
@@ -632,16 +640,7 @@ def _kept(staged: Staged, before: Staged | None = None) -> Staged:
         )
     else:
         traffic = before.traffic
-    return replace(
-        before,
-        group_routes=stacked(before.group_routes, skipped),
-        with_movement=True,
-        with_stale_views=before.with_stale_views or staged.with_stale_views,
-        traffic=traffic,
-        with_capacities=before.with_capacities or staged.with_capacities,
-        touched=staged.touched if before.touched is None else stacked(before.touched, staged.touched),
-        last_phases={**before.last_phases, **staged.last_phases},
-    )
+    return _followed_by(before, staged, stacked(before.group_routes, skipped), traffic)
 
 
 def _written_already() -> pa.Table:
