@@ -59,9 +59,12 @@ def metric_rows(
     *,
     falling_behind: bool = False,
     assignments: bool = True,
+    written: np.ndarray | None = None,
 ) -> list[MetricRows]:
     """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows)); with
-    ``falling_behind``, that table's rows too; without ``assignments``, not theirs (None)."""
+    ``falling_behind``, that table's rows too; without ``assignments``, not theirs (None).
+    ``written``: per input row, whether its rows are wanted (None: all are). The others are still
+    allocated and summed, as what they hold (a phase 0 a later phase moves from) needs them."""
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     traffic_known = has_traffic(rows)
@@ -82,16 +85,21 @@ def metric_rows(
         columns += _capacity_columns(rows, a, load, clients, keep, needed)
         behind = None
         if falling_behind:
-            behind = _falling_behind_rows(rows, a, clients, keep, sums, needed, group_code)
+            behind = _falling_behind_rows(rows, a, clients, keep, sums, needed, group_code, written)
         out.append(
             MetricRows(
-                group_metrics=_group_metric_rows(rows, a, columns),
-                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums),
-                assignments=_assignment_lists(rows, a) if assignments else None,
+                group_metrics=_group_metric_rows(rows, a, columns, written),
+                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums, written),
+                assignments=_assignment_lists(rows, a, written) if assignments else None,
                 falling_behind=behind,
             )
         )
     return out
+
+
+def _wanted(batch: pa.RecordBatch, row: np.ndarray, written: np.ndarray | None) -> pa.RecordBatch:
+    """``batch`` (a row per input row ``row``) less the rows of input rows not written."""
+    return batch if written is None else batch.filter(pa.array(written[row]))
 
 
 def _clients(a: Allocated, group_code: np.ndarray) -> capacity.Clients:
@@ -345,12 +353,15 @@ def _doubles(values: np.ndarray, mask: np.ndarray) -> pa.Array:
     return pa.array(values, mask=mask | np.isnan(values), type=pa.float64())
 
 
-def _group_metric_rows(rows: pa.RecordBatch, a: Allocated, columns: list[pa.Array]) -> pa.RecordBatch:
-    """A row per batch row that runs the strategy, clientless ones included (a (topic, group)
-    every client left keeps its metrics)."""
-    at = pa.array(a.rows, type=pa.int64())
+def _group_metric_rows(
+    rows: pa.RecordBatch, a: Allocated, columns: list[pa.Array], written: np.ndarray | None
+) -> pa.RecordBatch:
+    """A row per batch row that runs the strategy and is written, clientless ones included (a
+    (topic, group) every client left keeps its metrics)."""
+    row = a.rows if written is None else a.rows[written[a.rows]]
+    at = pa.array(row, type=pa.int64())
     return pa.RecordBatch.from_arrays(
-        [*_keys(rows, a.strategy, a.rows), *(c.take(at) for c in columns)], schema=GROUP_METRICS_ARROW
+        [*_keys(rows, a.strategy, row), *(c.take(at) for c in columns)], schema=GROUP_METRICS_ARROW
     )
 
 
@@ -361,6 +372,7 @@ def _consumer_load_rows(
     clients: capacity.Clients,
     keep: capacity.Keeping,
     sums: ClientSums,
+    written: np.ndarray | None,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group, client): its load over every topic of the group it reads."""
     batch, callers = a.batch, a.callers
@@ -388,7 +400,9 @@ def _consumer_load_rows(
         _doubles(keep.growth, unknown),
         _doubles(keep.drain, unknown),
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW)
+    return _wanted(
+        pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW), callers.group[firsts], written
+    )
 
 
 def _falling_behind_rows(
@@ -399,6 +413,7 @@ def _falling_behind_rows(
     sums: ClientSums,
     needed: np.ndarray,
     group_code: np.ndarray,
+    written: np.ndarray | None,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group) that falls behind (schemas.FALLING_BEHIND): its clients'
     figures as consumer_load gives them, summed. The clients come sorted by group (_clients)."""
@@ -420,10 +435,12 @@ def _falling_behind_rows(
         _doubles(behind.max_ratio, np.zeros(len(behind.max_ratio), dtype=bool)),
         _longs(np.nan_to_num(need), np.isnan(need)),
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW)
+    return _wanted(
+        pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW), row[behind.client], written
+    )
 
 
-def _assignment_lists(rows: pa.RecordBatch, a: Allocated) -> pa.RecordBatch:
+def _assignment_lists(rows: pa.RecordBatch, a: Allocated, written: np.ndarray | None) -> pa.RecordBatch:
     """Each caller that holds a queue, with its queues in the order the strategy returned them."""
     caller = a.allocation.caller
     held = np.bincount(caller, minlength=len(a.callers))
@@ -443,7 +460,11 @@ def _assignment_lists(rows: pa.RecordBatch, a: Allocated) -> pa.RecordBatch:
         PATHS_ARROW.take(pa.array(a.computed_by[holders], type=pa.int64())),
         pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), queues, type=OWNED_ARROW),
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=CLIENT_ASSIGNMENTS_ARROW)
+    return _wanted(
+        pa.RecordBatch.from_arrays(columns, schema=CLIENT_ASSIGNMENTS_ARROW),
+        a.callers.group[holders],
+        written,
+    )
 
 
 def _keys(rows: pa.RecordBatch, strategy: str, row: np.ndarray) -> list[pa.Array]:

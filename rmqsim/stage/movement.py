@@ -63,14 +63,17 @@ def _units(rows: pa.RecordBatch, strategies: list[str]) -> pd.DataFrame:
     )
 
 
-def _pairs(units: pd.DataFrame) -> pd.DataFrame:
+def _pairs(units: pd.DataFrame, written: np.ndarray | None = None) -> pd.DataFrame:
     """(before unit, after unit) for consecutive phases, and phase 0 against the scenario's last.
     A run's phase 0 alone (a last phase of 0) is compared with itself: the movement row a later
     phase that leaves the (topic, group) untouched repeats (docs/CONTRACT.md, section 4)."""
     both = units.merge(units, on="entity", suffixes=("_a", "_b"))
     consecutive = both.phase_b == both.phase_a + 1
     whole = (both.phase_a == 0) & (both.phase_b == both.last_b) & ((both.last_b >= 2) | (both.last_b == 0))
-    pairs = both[consecutive | whole][["u_a", "u_b", "g_a", "g_b", "s_b", "phase_a", "phase_b"]]
+    wanted = consecutive | whole
+    if written is not None:
+        wanted &= written[both.g_b.to_numpy()]
+    pairs = both[wanted][["u_a", "u_b", "g_a", "g_b", "s_b", "phase_a", "phase_b"]]
     return pairs.reset_index(drop=True).rename_axis("p").reset_index()
 
 
@@ -152,9 +155,12 @@ class Owners:
         )
 
 
-def movement_batches(rows: pa.RecordBatch, allocated: list[Allocated] | None = None) -> list[pa.RecordBatch]:
+def movement_batches(
+    rows: pa.RecordBatch, allocated: list[Allocated] | None = None, written: np.ndarray | None = None
+) -> list[pa.RecordBatch]:
     """One row per (scenario, strategy, topic, group, from_phase, to_phase): schemas.MOVEMENT.
-    ``allocated``: allocate_rows(rows), where the caller has it already."""
+    ``allocated``: allocate_rows(rows), where the caller has it already. ``written``: per input
+    row, whether rows to its phase are wanted (None: all are)."""
     if allocated is None:
         allocated = allocate_rows(rows) if rows.num_rows else []
     if not allocated:
@@ -162,7 +168,7 @@ def movement_batches(rows: pa.RecordBatch, allocated: list[Allocated] | None = N
     batch = allocated[0].batch
     strategies = [a.strategy for a in allocated]
     units = _units(rows, strategies)
-    pairs = _pairs(units)
+    pairs = _pairs(units, written)
     if pairs.empty:
         return []
     codes = Codes.of(batch)

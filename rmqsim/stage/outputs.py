@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.stage.batches import whole_groups, with_absent_columns
+from rmqsim.stage.batches import row_codes, whole_groups, with_absent_columns
 from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.stage.metric_rows import metric_rows
 from rmqsim.stage.movement import movement_batches
@@ -28,42 +29,26 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
     if not rows.num_rows:
         return out
     allocated = allocate_rows(rows)
+    written = _written(rows)
     wanted = dict(falling_behind="falling_behind" in out, assignments="assignments" in out)
-    for strategy in metric_rows(rows, allocated, **wanted):
+    for strategy in metric_rows(rows, allocated, written=written, **wanted):
         for table in ("group_metrics", "consumer_load", "assignments", "falling_behind"):
             if table in out:
                 out[table].append(getattr(strategy, table))
     if "movement" in out:
-        out["movement"] = movement_batches(rows, allocated)
-    return written_only(rows, out)
+        out["movement"] = movement_batches(rows, allocated, written)
+    return out
 
 
-def _phase_keys(scenario, phase, group) -> pa.Array:
-    return pc.binary_join_element_wise(scenario, pc.cast(phase, pa.string()), group, "\x1f")
-
-
-def written_only(rows: pa.RecordBatch, out: StageRows) -> StageRows:
-    """``out`` less the rows of every (scenario, phase, group) whose routes are not written (the
-    phases of a scenario its steps have not touched yet, and the phase 0 a later phase compares
-    with: docs/CONTRACT.md, section 4)."""
-    written = pc.fill_null(rows.column("written"), True)
-    if pc.all(written).as_py():
-        return out
-    kept = rows.filter(written)
-    keys = pc.unique(_phase_keys(kept.column("scenario"), kept.column("phase"), kept.column("group")))
-    filtered: StageRows = {}
-    for table, parts in out.items():
-        phase = "to_phase" if table == "movement" else "phase"
-        filtered[table] = [
-            part.filter(
-                pc.is_in(
-                    _phase_keys(part.column("scenario"), part.column(phase), part.column("group")),
-                    value_set=keys,
-                )
-            )
-            for part in parts
-        ]
-    return filtered
+def _written(rows: pa.RecordBatch) -> np.ndarray | None:
+    """Per row, whether its (scenario, phase, group) is written: not the phases of a scenario
+    its steps have not touched yet, nor the phase 0 a later phase compares with (docs/CONTRACT.md,
+    section 4). None where every row is."""
+    written = pc.fill_null(rows.column("written"), True).to_numpy(zero_copy_only=False)
+    if written.all():
+        return None
+    group = row_codes(rows, "scenario", "phase", "group")
+    return np.bincount(group, weights=written)[group] > 0
 
 
 def outputs_of(batches: Iterable[pa.RecordBatch], tables: Sequence[str]) -> Iterator[StageRows]:
