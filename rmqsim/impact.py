@@ -30,7 +30,8 @@ SUMMED = {
 }
 IN_MILLIONTHS = {"lag_growth_msgs_per_s"}  # summed exactly by summary: here too
 IN_SUMMARY = {"queues_unread": "unassigned_queues"}  # summary's name where it differs
-COLLECTED = ("group_metrics", "consumer_load", "movement")
+COLLECTED = ("group_metrics", "consumer_load", "movement", "handover")
+HANDED_OVER = ("msgs_delayed", "msgs_read_twice")  # section 2e: summed from handover/
 
 
 def _per_element(table: pa.Table, column: str) -> pa.Table:
@@ -126,8 +127,13 @@ def changes(
             )
 
         columns["unroutable_msgs_per_s"] = pa.array(at("1") - at("0"))
-    for figure in ("msgs_delayed", "msgs_read_twice"):  # hand-overs: section 2e, not yet simulated
-        columns[figure] = pa.nulls(len(scenario), pa.float64())
+    handover = rows.get("handover")
+    for figure in HANDED_OVER:  # the element's one step: what it hands over is all it adds
+        columns[figure] = (
+            pa.nulls(len(scenario), pa.float64())
+            if handover is None
+            else pa.array(_lookup(_per_element(_at_phase(handover, 1, "to_phase"), figure), scenario, strategy))
+        )
     return pa.table(columns)
 
 

@@ -24,7 +24,8 @@ from rmqsim import phases, recommendation, rollups
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
-TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # Written's
+TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # rebuilt ones
+SPLIT = (*TABLES, "handover")  # Written's
 UNTOUCHED = f"{ELEMENT}untouched"
 # The recommendation's rows of this many fleets' group_metrics make one part.
 PART_ROWS = 2
@@ -40,6 +41,7 @@ class Written:
     falling_behind: pa.Table | None = None
     movement: pa.Table | None = None
     unroutable: pa.Table | None = None
+    handover: pa.Table | None = None  # only what changed in every run: never rebuilt
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,8 @@ class _Rolling:
             self.last[scenario],
         )
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
-        return _Rolled(summary, brains, _thrown(rows), rollups.comparison(summary, moved), advised)
+        compared = rollups.comparison(summary, moved, rows.handover)
+        return _Rolled(summary, brains, _thrown(rows), compared, advised)
 
     def kept(self, done: _Rolled) -> None:
         """A scenario's rollups added to the run's, in the order of the scenarios."""
@@ -222,7 +225,7 @@ def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
     brain = rollups.split_brain(tables.group_metrics) if stale_views else None
     if tables.movement is None:
         return Rollups(summary, split_brain=brain)
-    comparison = rollups.comparison(summary, tables.movement)
+    comparison = rollups.comparison(summary, tables.movement, tables.handover)
     advice = None
     if recommend:
         load = rollups.group_load(tables.consumer_load)
@@ -273,7 +276,7 @@ def by_scenario(written: Written) -> Callable[[str | None], Written]:
     0's; None: every row), the tables split once, each scenario's rows taken when asked for, in
     the order written."""
     split: dict[str, tuple[pa.Table, np.ndarray, dict[str, int]] | None] = {}
-    for name in TABLES:
+    for name in SPLIT:
         table = getattr(written, name)
         if table is None:
             split[name] = None

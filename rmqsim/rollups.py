@@ -67,6 +67,16 @@ MOVEMENT_COLUMNS = (
     "min_moves",
     "moved_backlog",
 )
+# What comparison sums of handover/.
+HANDOVER_SUMS = (
+    "queues_handed_over",
+    "queues_paused",
+    "pause_s",
+    "overlap_s",
+    "msgs_delayed",
+    "msgs_read_twice",
+)
+HANDOVER_COLUMNS = ("scenario", "strategy", "topic", "group", "to_phase", *HANDOVER_SUMS, "max_pause_s")
 # What the recommendation reads of group_metrics.
 GROUP_METRICS_COLUMNS = (
     "scenario",
@@ -341,10 +351,11 @@ def _last_phases(summary: pa.Table) -> pa.Table:
     )
 
 
-def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
+def comparison(summary: pa.Table, movement: pa.Table, handover: pa.Table | None = None) -> pa.Table:
     """One row per (scenario, strategy), schemas.COMPARISON, in that order: the fleet at phase 0
     against the last phase, and the queues that changed owner between the two (with the fewest
-    possible) and over every step."""
+    possible) and over every step; with ``handover`` (HANDOVER_COLUMNS of handover/), the
+    hand-overs' costs summed over every step (0 where there is none)."""
     last = _last_phases(summary)
     phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
@@ -387,7 +398,33 @@ def comparison(summary: pa.Table, movement: pa.Table) -> pa.Table:
         .join(moves, SCENARIO_STRATEGY, join_type="left outer")
         .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
     )
+    out = _with_handovers(out, handover)
     return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+
+
+def _with_handovers(compared: pa.Table, handover: pa.Table | None) -> pa.Table:
+    """``compared`` with handover/'s costs per (scenario, strategy): summed in a fixed order, as
+    the tasks wrote the rows in none; null without the table."""
+    names = [*HANDOVER_SUMS, "max_pause_s"]
+    if handover is None:
+        return _nulls(compared, names)
+    sums = (
+        handover.sort_by(_in_order(SCENARIO_STRATEGY, "to_phase", "topic", "group"))
+        .group_by(SCENARIO_STRATEGY, use_threads=False)
+        .aggregate([*[(c, "sum") for c in HANDOVER_SUMS], ("max_pause_s", "max")])
+        .rename_columns({**{f"{c}_sum": c for c in HANDOVER_SUMS}, "max_pause_s_max": "max_pause_s"})
+    )
+    out = compared.join(sums, SCENARIO_STRATEGY, join_type="left outer")
+    for c in names:
+        i = out.schema.get_field_index(c)
+        out = out.set_column(i, c, pc.fill_null(out[c], pa.scalar(0, out.schema.field(c).type)))
+    return out
+
+
+def _nulls(table: pa.Table, names: list[str]) -> pa.Table:
+    for c in names:
+        table = table.append_column(c, pa.nulls(table.num_rows, pa.float64()))
+    return table  # conformed casts each to its type
 
 
 def _stranding(summary: pa.Table) -> pa.Table:

@@ -277,6 +277,23 @@ BALANCING = StructType(
         StructField("consume_orderly", BOOLEAN, False),
     ]
 )
+# When and how the step that made a phase happened (docs/CONTRACT.md, section 2e), with its
+# scenario's timing: what the stage times each hand-over by (rmqsim.handover). Every field is
+# given; nullable, as Spark hands a null struct's fields over as nulls.
+HANDOVER_EVENT = StructType(
+    [
+        StructField("event_s", DOUBLE, True),  # T_k: seconds from the scenario's start
+        StructField("notice", INT, True),  # handover.notice's bits: how the clients learn of it
+        StructField("departed", INT, True),  # how clients gone at this phase went: LEFT or CRASHED
+        StructField("seed", LONG, True),
+        StructField("rebalance_s", DOUBLE, True),
+        StructField("route_poll_s", DOUBLE, True),
+        StructField("commit_s", DOUBLE, True),
+        StructField("first_pull_delay_s", DOUBLE, True),
+        StructField("host_loss_s", DOUBLE, True),
+        StructField("lock_expiry_s", DOUBLE, True),
+    ]
+)
 GROUP_ROUTES = StructType(
     [
         StructField("scenario", STRING, False),
@@ -334,6 +351,8 @@ GROUP_ROUTES = StructType(
         # Whether the stage writes this row's outputs (section 4: a later phase writes what its
         # steps touched); null: it does.
         StructField("written", BOOLEAN, True),
+        # The event that made this phase (null at phase 0): section 2e's hand-overs.
+        StructField("handover_event", HANDOVER_EVENT, True),
     ]
 )
 
@@ -588,6 +607,25 @@ MOVEMENT = StructType(
     ]
 )
 
+# One row per (scenario, to_phase, strategy, topic, group) whose queues changed readers (section 2e).
+HANDOVER = StructType(
+    [
+        StructField("scenario", STRING, False),
+        StructField("strategy", STRING, False),
+        *TOPIC_GROUP,
+        StructField("from_phase", INT, False),
+        StructField("to_phase", INT, False),
+        StructField("queues_handed_over", LONG, False),  # in mqAll at both phases, readers changed
+        StructField("queues_paused", LONG, False),  # of those, unread for some time
+        StructField("pause_s", DOUBLE, False),  # summed over the queues
+        StructField("max_pause_s", DOUBLE, False),
+        StructField("overlap_s", DOUBLE, False),  # summed over the queues
+        StructField("msgs_delayed", DOUBLE, False),  # 0 without traffic
+        StructField("msgs_read_twice", DOUBLE, False),
+        StructField("settled_after_s", DOUBLE, False),  # from the event to the last start or stop
+    ]
+)
+
 # One row per (scenario, strategy): phase 0 against the scenario's last phase.
 COMPARISON = StructType(
     [
@@ -637,6 +675,14 @@ COMPARISON = StructType(
             for when in ("before", "after")
         ],
         StructField("most_clients_over_capacity", LONG, True),  # in any phase after the snapshot
+        # Section 2e: handover/ summed over every step (0 where no queue changed readers).
+        StructField("queues_handed_over", LONG, True),
+        StructField("queues_paused", LONG, True),
+        StructField("pause_s", DOUBLE, True),
+        StructField("max_pause_s", DOUBLE, True),
+        StructField("overlap_s", DOUBLE, True),
+        StructField("msgs_delayed", DOUBLE, True),
+        StructField("msgs_read_twice", DOUBLE, True),
     ]
 )
 
@@ -828,7 +874,7 @@ class OutputTable:
     partitioned_by: tuple[str, ...] = ()
 
 
-# Every output table, by name. The first five come out of the allocation stage's tasks; the
+# Every output table, by name. The first six come out of the allocation stage's tasks; the
 # others are computed by the driver from those (rollups), or by the checks and validate.
 OUTPUTS = {
     t.name: t
@@ -838,6 +884,7 @@ OUTPUTS = {
         OutputTable("consumer_load", CONSUMER_LOAD, PARTITIONED_BY),
         OutputTable("falling_behind", FALLING_BEHIND, PARTITIONED_BY),
         OutputTable("movement", MOVEMENT, PARTITIONED_BY),
+        OutputTable("handover", HANDOVER, PARTITIONED_BY),
         OutputTable("queue_traffic", QUEUE_TRAFFIC, ("scenario",)),
         OutputTable("split_brain", SPLIT_BRAIN, PARTITIONED_BY),
         OutputTable("touched", TOUCHED),
@@ -855,5 +902,6 @@ OUTPUTS = {
     )
 }
 # The tables the allocation stage's tasks write, in the order they are produced; falling_behind
-# only where some client has a capacity, movement only where a scenario has a second phase.
-STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "falling_behind", "movement")
+# only where some client has a capacity, movement and handover only where a scenario has a second
+# phase.
+STAGE_TABLES = ("assignments", "group_metrics", "consumer_load", "falling_behind", "movement", "handover")

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from rmqsim import impact, phase_rollups, phases, rollups, schemas, session
 from rmqsim.arrays import stacked
 from rmqsim.config import SimulateConfig
+from rmqsim.handover.events import events as handover_events
 from rmqsim.scenarios import apply, names, parse
 from rmqsim.scenarios import sweeps as sweep_scenarios
 from rmqsim.sink import Sink, open_sink
@@ -167,6 +168,7 @@ def build_group_routes(
         isinstance(s, parse.Designate) for s in steps
     )
     by = schemas.PHASE
+    events = handover_events(runs)
     # Where the messages go needs no client, and the topics' routes only at its end: both worked
     # in threads beside the client lists (numpy and pyarrow let go of the GIL), on the cores the
     # JVM leaves once it is up.
@@ -201,6 +203,7 @@ def build_group_routes(
         masters=balancing,
         inflow=topic_inflow,
         drain_target_s=config.drain_target_s if capacities else None,
+        events=events,
     )
     if listed is not None and not elements:
         group_routes = phases.marked_written(group_routes, listed)
@@ -222,6 +225,7 @@ def build_group_routes(
         "designated_ips": not designation,
         "client_designated_aware": not designation,
         "written": listed is None,
+        "handover_event": events is None,
     }
     return Staged(
         group_routes,
@@ -318,8 +322,12 @@ def stage_input(spark: SparkSession, built: Staged, config: SimulateConfig) -> t
 
 def stage_tables(built: Staged) -> tuple[str, ...]:
     """The tables the stage writes: falling_behind only where some client has a capacity,
-    movement only where a scenario has a second phase."""
-    left_out = {"falling_behind": not built.with_capacities, "movement": not built.with_movement}
+    movement and handover only where a scenario has a second phase."""
+    left_out = {
+        "falling_behind": not built.with_capacities,
+        "movement": not built.with_movement,
+        "handover": not built.with_movement,
+    }
     return tuple(t for t in schemas.STAGE_TABLES if not left_out.get(t, False))
 
 
@@ -717,7 +725,7 @@ def _written_rows(
 
     def read(scenario: str | None, name: str, columns: tuple[str, ...] = ()) -> pa.Table:
         """Table ``name``'s ``columns`` (all: none given) with what the rebuild keys rows by."""
-        keys = [c for c in phases.KEYS[name] if columns and c not in columns]
+        keys = [c for c in phases.KEYS.get(name, ()) if columns and c not in columns]
         return sink.read(name, (*columns, *keys), None if scenario is None else {"scenario": scenario})
 
     def written(scenario: str | None) -> phase_rollups.Written:
@@ -730,6 +738,7 @@ def _written_rows(
             read(scenario, "falling_behind", rollups.BEHIND_COLUMNS) if built.with_capacities else None,
             read(scenario, "movement", rollups.MOVEMENT_COLUMNS) if built.with_movement else None,
             rates,
+            read(scenario, "handover", rollups.HANDOVER_COLUMNS) if built.with_movement else None,
         )
 
     if sink.kind == "arrow" or built.touched is None:

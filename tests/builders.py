@@ -76,6 +76,7 @@ def route(
     designated_ips: Sequence[str] | None = None,
     client_designated_aware: Sequence[bool | None] | None = None,
     drain_target_s: float | None = None,
+    handover_event: Mapping[str, object] | None = None,
 ) -> dict:
     """One GROUP_ROUTES row of (topic, group).
 
@@ -135,6 +136,7 @@ def route(
         "client_designated_aware": None if client_designated_aware is None else list(client_designated_aware),
         "drain_target_s": drain_target_s,
         "written": None,
+        "handover_event": None if handover_event is None else dict(handover_event),
     }
 
 

@@ -43,6 +43,7 @@ def test_a_route_row_names_every_field_with_its_default() -> None:
         "client_designated_aware": None,
         "drain_target_s": None,
         "written": None,
+        "handover_event": None,
     }
     assert list(row) == schemas.GROUP_ROUTES.fieldNames()
     assert route(clients=["x"], client_configs=None)["client_configs"] is None  # the whole row null

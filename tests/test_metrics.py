@@ -99,13 +99,14 @@ def test_every_table_is_written_with_its_declared_schema(spark, tmp_path, sink) 
         sink=sink,
         tables=dict(
             brokers=broker_rows("b"),
-            topic_queues=queue_rows("t", {"b": 1}),
+            topic_queues=queue_rows("t", {"b": 2}),
             consumers=consumer_rows("g", "t", ["a"]),
         ),
+        # c joins and takes a's second queue: a hand-over, so that handover/ has a row to check.
         scenarios="scenarios: [{name: s, steps: [{consumers_join: {group: g, client_ids: [c]}}]}]",
     )
     written = sorted(p.name for p in run.out.iterdir())
-    assert written == ["assignments", "comparison", "consumer_load", "group_metrics", "movement",
+    assert written == ["assignments", "comparison", "consumer_load", "group_metrics", "handover", "movement",
                        "recommendation", "reconciliation", "rejects", "summary", "touched"]  # fmt: skip
     for name in written:
         table = schemas.OUTPUTS[name]

@@ -182,6 +182,10 @@ def test_a_sweep_row_equals_the_same_failure_as_a_plain_scenario(spark, tmp_path
             for ours, theirs in pairs:
                 assert row[ours] == pytest.approx(at_1[theirs], rel=1e-9, abs=1e-6), (element, strategy, ours)
             assert row["queues_moved"] == compared[(f"plain-{i}", strategy)]["queues_moved"], element
+            # One step: the plain scenario's hand-overs summed over its steps are that step's.
+            for figure in ("msgs_delayed", "msgs_read_twice"):
+                theirs = compared[(f"plain-{i}", strategy)][figure]
+                assert row[figure] == pytest.approx(theirs, rel=1e-9, abs=1e-6), (element, figure)
     # Ranks 1..n per (sweep, strategy); the 2 worst are detailed, their phases in the other tables.
     for name in ("broker-loss", "room-loss"):
         for strategy in STRATEGIES:
@@ -223,5 +227,7 @@ sweeps:
     mine = rows[f"{group}:{first}"]
     assert mine["lag_growth_msgs_per_s"] == pytest.approx(at_1["lag_growth_msgs_per_s"], rel=1e-9, abs=1e-6)
     assert mine["queues_moved"] == run.result.comparison[0]["queues_moved"]
+    for figure in ("msgs_delayed", "msgs_read_twice"):
+        assert mine[figure] == pytest.approx(run.result.comparison[0][figure], rel=1e-9, abs=1e-6)
     # One group touched: at most that group changes, and with K = 0 no element is detailed.
     assert all(r["groups_changed"] <= 1 and not r["detailed"] for r in rows.values())

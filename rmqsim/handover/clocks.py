@@ -19,52 +19,87 @@ import numpy as np
 from rmqsim.scenarios.parse import Timing
 
 SALTS = ("rebalance", "route", "commit")
+Seconds = np.ndarray | float  # per client, or one for all
 
 
-def unit(seed: int, salt: str, client_ids: Sequence[str]) -> np.ndarray:
-    """U(salt, c) per client: a fraction in [0, 1)."""
+def unit(seeds: Sequence[int], salt: str, client_ids: Sequence[str]) -> np.ndarray:
+    """U(salt, c) per client, each with its scenario's seed: a fraction in [0, 1)."""
     out = np.empty(len(client_ids), dtype=np.float64)
-    for i, c in enumerate(client_ids):  # hashlib has no vector form; a hand-over's clients only
+    for i, (seed, c) in enumerate(zip(seeds, client_ids)):  # hashlib has no vector form: few clients
         digest = hashlib.blake2b(f"{seed}:{salt}:{c}".encode(), digest_size=8).digest()
         out[i] = int.from_bytes(digest, "big") / 2**64
     return out
 
 
-def at_or_after(offset: np.ndarray, period: float, t: np.ndarray) -> np.ndarray:
+def at_or_after(offset: np.ndarray, period: Seconds, t: np.ndarray) -> np.ndarray:
     """The first time ``offset + period x m`` (m = 0, 1, ...) at or after ``t``."""
     m = np.maximum(np.ceil((t - offset) / period), 0.0)
     return offset + period * m
 
 
-def at_or_before(offset: np.ndarray, period: float, t: np.ndarray) -> np.ndarray:
+def at_or_before(offset: np.ndarray, period: Seconds, t: np.ndarray) -> np.ndarray:
     """The last time ``offset + period x m`` (any integer m: the clock ran before) at or before ``t``."""
     return offset + period * np.floor((t - offset) / period)
 
 
 @dataclass(frozen=True)
 class Clocks:
-    """The clocks of some clients, in seconds from the scenario's start (T_0 = 0)."""
+    """The clocks of some clients, in seconds from the scenario's start (T_0 = 0), with their
+    scenarios' periods and host-loss delay."""
 
     tick: np.ndarray  # first rebalance
     poll: np.ndarray  # first route poll
     commit: np.ndarray  # first offset commit
-    timing: Timing
+    rebalance_s: Seconds
+    route_poll_s: Seconds
+    commit_s: Seconds
+    host_loss_s: Seconds
 
     @staticmethod
     def of(client_ids: Sequence[str], timing: Timing) -> Clocks:
-        seed = timing.seed
+        """Clients of one scenario."""
+        seeds = [timing.seed] * len(client_ids)
+        return Clocks.each(
+            client_ids, seeds, timing.rebalance_s, timing.route_poll_s, timing.commit_s, timing.host_loss_s
+        )
+
+    @staticmethod
+    def each(
+        client_ids: Sequence[str],
+        seeds: Sequence[int],
+        rebalance_s: Seconds,
+        route_poll_s: Seconds,
+        commit_s: Seconds,
+        host_loss_s: Seconds,
+    ) -> Clocks:
+        """Clients each with its scenario's seed and periods."""
+        units = {salt: unit(seeds, salt, client_ids) for salt in SALTS}
+        return Clocks.scaled(units, rebalance_s, route_poll_s, commit_s, host_loss_s)
+
+    @staticmethod
+    def scaled(
+        units: dict[str, np.ndarray],
+        rebalance_s: Seconds,
+        route_poll_s: Seconds,
+        commit_s: Seconds,
+        host_loss_s: Seconds,
+    ) -> Clocks:
+        """From each client's U per salt (SALTS)."""
         return Clocks(
-            timing.rebalance_s * unit(seed, "rebalance", client_ids),
-            timing.route_poll_s * unit(seed, "route", client_ids),
-            timing.commit_s * unit(seed, "commit", client_ids),
-            timing,
+            rebalance_s * units["rebalance"],
+            route_poll_s * units["route"],
+            commit_s * units["commit"],
+            rebalance_s,
+            route_poll_s,
+            commit_s,
+            host_loss_s,
         )
 
     def next_tick(self, t: np.ndarray) -> np.ndarray:
-        return at_or_after(self.tick, self.timing.rebalance_s, t)
+        return at_or_after(self.tick, self.rebalance_s, t)
 
     def next_poll(self, t: np.ndarray) -> np.ndarray:
-        return at_or_after(self.poll, self.timing.route_poll_s, t)
+        return at_or_after(self.poll, self.route_poll_s, t)
 
     def last_commit(self, t: np.ndarray) -> np.ndarray:
-        return at_or_before(self.commit, self.timing.commit_s, t)
+        return at_or_before(self.commit, self.commit_s, t)

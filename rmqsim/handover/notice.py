@@ -49,5 +49,5 @@ def applied_at(bits: np.ndarray, t: np.ndarray, clocks: Clocks) -> np.ndarray:
         out = np.where(routes, np.maximum(out, clocks.next_tick(clocks.next_poll(t))), out)
     lost = (bits & HOST_LOSS) != 0
     if lost.any():
-        out = np.where(lost, np.maximum(out, clocks.next_tick(t + clocks.timing.host_loss_s)), out)
+        out = np.where(lost, np.maximum(out, clocks.next_tick(t + clocks.host_loss_s)), out)
     return out

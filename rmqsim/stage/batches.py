@@ -45,6 +45,7 @@ OPTIONAL = (
     "client_designated_aware",
     "drain_target_s",
     "written",
+    "handover_event",
 )
 
 

@@ -155,6 +155,51 @@ class Owners:
         )
 
 
+@dataclass(frozen=True)
+class Paired:
+    """A batch's units paired across phases, and every queue in both phases of a pair with its
+    owners before and after: what movement and the hand-overs (stage.handover_rows) read."""
+
+    batch: GroupBatch
+    strategies: list[str]
+    units: pd.DataFrame
+    pairs: pd.DataFrame
+    codes: Codes
+    owners: Owners
+    common: Common
+    before: tuple[np.ndarray, ...]  # the owners' signature of each common queue before...
+    after: tuple[np.ndarray, ...]  # ...and after
+
+    @property
+    def differ(self) -> np.ndarray:
+        """Per common queue, whether its owners changed."""
+        out = np.zeros(len(self.common.pair), bool)
+        for x, y in zip(self.before, self.after):
+            out |= x != y
+        return out
+
+
+def paired(
+    rows: pa.RecordBatch, allocated: list[Allocated], written: np.ndarray | None = None
+) -> Paired | None:
+    """The pairs of ``rows``' units (allocated: allocate_rows(rows)) whose after row is
+    ``written`` (None: all are); None where there is none."""
+    if not allocated:
+        return None
+    batch = allocated[0].batch
+    strategies = [a.strategy for a in allocated]
+    units = _units(rows, strategies)
+    pairs = _pairs(units, written)
+    if pairs.empty:
+        return None
+    codes = Codes.of(batch)
+    owners = Owners.of(allocated, _unit_lookup(units, len(strategies), rows.num_rows), codes)
+    common = _common_queues(batch, pairs, codes)
+    before = owners.signature(pairs.u_a.to_numpy()[common.pair], common.queue)
+    after = owners.signature(pairs.u_b.to_numpy()[common.pair], common.queue)
+    return Paired(batch, strategies, units, pairs, codes, owners, common, before, after)
+
+
 def movement_batches(
     rows: pa.RecordBatch, allocated: list[Allocated] | None = None, written: np.ndarray | None = None
 ) -> list[pa.RecordBatch]:
@@ -163,22 +208,15 @@ def movement_batches(
     row, whether rows to its phase are wanted (None: all are)."""
     if allocated is None:
         allocated = allocate_rows(rows) if rows.num_rows else []
-    if not allocated:
+    return movement_rows(rows, paired(rows, allocated, written))
+
+
+def movement_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch]:
+    """movement_batches' rows of the pairs ``p``."""
+    if p is None:
         return []
-    batch = allocated[0].batch
-    strategies = [a.strategy for a in allocated]
-    units = _units(rows, strategies)
-    pairs = _pairs(units, written)
-    if pairs.empty:
-        return []
-    codes = Codes.of(batch)
-    owners = Owners.of(allocated, _unit_lookup(units, len(strategies), rows.num_rows), codes)
-    common = _common_queues(batch, pairs, codes)
-    before = owners.signature(pairs.u_a.to_numpy()[common.pair], common.queue)
-    after = owners.signature(pairs.u_b.to_numpy()[common.pair], common.queue)
-    differ = np.zeros(len(common.pair), bool)
-    for x, y in zip(before, after):
-        differ |= x != y
+    batch, pairs, codes, owners, common, before = p.batch, p.pairs, p.codes, p.owners, p.common, p.before
+    differ = p.differ
     n_pairs = len(pairs)
     in_both = np.bincount(common.pair, minlength=n_pairs)
     moved = np.bincount(common.pair, weights=differ, minlength=n_pairs).astype(_I64)
@@ -196,7 +234,7 @@ def movement_batches(
         codes,
         before,
         consumers=consumers,
-        present=np.sort(everyone.group * codes.n_c + codes.client[everyone.client]),
+        present=_present(everyone, codes),
     )
     min_moves, no_minimum = _min_moves(compared, moved, in_both)
     figures = {
@@ -204,10 +242,19 @@ def movement_batches(
         "moved": moved,
         "min_moves": min_moves,
         "no_minimum": no_minimum,
-        "consumers_changed": _consumers_changed(pairs, owners, len(units), codes),
+        "consumers_changed": _consumers_changed(pairs, owners, len(p.units), codes),
         "moved_backlog": moved_backlog,
     }
-    return [_movement_rows(rows, batch, pairs, strategies, figures, consumers)]
+    return [_movement_rows(rows, batch, pairs, p.strategies, figures, consumers)]
+
+
+def present_clients(batch: GroupBatch, codes: Codes) -> np.ndarray:
+    """Sorted (row, client code) keys: the clients of each row, who are there to keep a queue."""
+    return _present(distinct_callers(batch), codes)
+
+
+def _present(everyone, codes: Codes) -> np.ndarray:
+    return np.sort(everyone.group * codes.n_c + codes.client[everyone.client])
 
 
 @dataclass(frozen=True)

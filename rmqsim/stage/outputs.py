@@ -15,15 +15,17 @@ import pyarrow.compute as pc
 
 from rmqsim.stage.batches import row_codes, whole_groups, with_absent_columns
 from rmqsim.stage.dispatch import allocate_rows
+from rmqsim.stage.handover_rows import handover_rows
 from rmqsim.stage.metric_rows import metric_rows
-from rmqsim.stage.movement import movement_batches
+from rmqsim.stage.movement import movement_rows, paired
 
 StageRows = dict[str, list[pa.RecordBatch]]  # table -> its rows; assignments as schemas.CLIENT_ASSIGNMENTS
 
 
 def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
     """``tables``' rows for every strategy each of ``rows`` runs: group_metrics, consumer_load and
-    assignments (schemas.CLIENT_ASSIGNMENTS), and falling_behind and movement where asked for.
+    assignments (schemas.CLIENT_ASSIGNMENTS), and falling_behind, movement and handover where asked
+    for.
     ``rows`` holds every topic and phase of each (scenario, group) it holds."""
     out: StageRows = {table: [] for table in tables}
     if not rows.num_rows:
@@ -35,8 +37,12 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
         for table in ("group_metrics", "consumer_load", "assignments", "falling_behind"):
             if table in out:
                 out[table].append(getattr(strategy, table))
-    if "movement" in out:
-        out["movement"] = movement_batches(rows, allocated, written)
+    if "movement" in out or "handover" in out:
+        pairs = paired(rows, allocated, written)
+        if "movement" in out:
+            out["movement"] = movement_rows(rows, pairs)
+        if "handover" in out:
+            out["handover"] = handover_rows(rows, pairs)
     return out
 
 

@@ -487,6 +487,7 @@ def group_routes(
     masters: bool = True,
     inflow: pa.Table | None = None,
     drain_target_s: float | None = None,
+    events: pa.Table | None = None,
 ) -> pa.Table:
     """The allocation stage's input (schemas.GROUP_ROUTES), from phase-keyed client lists (with
     their strategies: with_strategies) and routes: a group's clients beside its topic's route;
@@ -500,7 +501,8 @@ def group_routes(
     ``masters``: keep ``broker_masters`` (null otherwise). ``inflow``: stage.inflow's topic_inflow,
     each (scenario, phase, topic)'s queue_inflow, stranded_inflow and drained_queues (null without
     traffic). ``drain_target_s``: the seconds a backlog should drain within (section 2d), on
-    every row (null: no capacity figures).
+    every row (null: no capacity figures). ``events``: handover.events, each later phase's
+    ``handover_event`` (null without a step).
     """
     arrays = ("broker_names", "read_queue_nums", "broker_rooms", "broker_masters")
     df = _left_join(client_lists, routes.select([*PHASE, "topic", *arrays]), [*PHASE, "topic"])
@@ -512,7 +514,11 @@ def group_routes(
         "stranded_inflow",
         "drained_queues",
         "written",
+        "handover_event",
     }
+    if events is not None:
+        df = _left_join(df, events, [*PHASE])
+        absent -= {"handover_event"}
     if inflow is not None:
         df = _left_join(df, inflow, [*PHASE, "topic"])
         absent -= set(inflow.column_names)

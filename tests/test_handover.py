@@ -1,0 +1,124 @@
+"""handover/ and comparison/'s sums of it (docs/CONTRACT.md, section 2e) from a real run of a small
+fleet, each figure worked by hand.
+
+The fleet: one topic on one broker, 4 queues; one producer sending 40 msgs/s round robin, so each
+queue takes 10 msgs/s; group g of two Java clients under AVG. AVG over cidAll [c1, c2] gives c1 q0
+and q1, c2 q2 and q3. The clocks are recomputed here from BLAKE2b, not taken from rmqsim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow.compute as pc
+import pytest
+
+from rmqsim.compare_runs import read_table
+from tests.builders import broker_rows, consumer_rows, queue_rows
+from tests.simulated import simulated
+
+C1, C2, C3 = "10.0.0.1@101", "10.0.0.2@102", "10.0.0.3@103"
+PER_QUEUE = 10.0  # msgs/s: 40 round robin over 4 queues
+
+
+def u(seed: int, salt: str, client: str) -> float:
+    digest = hashlib.blake2b(f"{seed}:{salt}:{client}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def tables(orderly: bool = False) -> dict:
+    return dict(
+        brokers=broker_rows("b"),
+        topic_queues=queue_rows("t", {"b": 4}),
+        consumers=consumer_rows("g", "t", [C1, C2]),
+        groups=[{"group": "g", "consume_orderly": orderly}],
+        producers=[{"topic": "t", "msgs_per_s": 40.0}],
+    )
+
+
+def handed_over(run) -> list[dict]:
+    rows = read_table(run.out / "handover").to_pylist()
+    return sorted(rows, key=lambda r: (r["scenario"], r["to_phase"]))
+
+
+def test_a_graceful_leave_hands_two_queues_over_with_the_first_pull_delay(spark, tmp_path, sink) -> None:
+    # c2 leaves at 600 (after_s's default): the broker notifies, c1 takes q2 and q3 at 600 and
+    # pulls them at 600.5. Each is unread 0.5 s: 10 msgs/s x 0.5 s = 5 messages each; c2 committed.
+    steps = (
+        "scenarios:\n  - name: leave\n    steps:\n      - consumers_leave: {group: g, client_ids: ['%s']}\n"
+    )
+    run = simulated(spark, tmp_path, sink=sink, tables=tables(), scenarios=steps % C2)
+    (row,) = handed_over(run)
+    assert {k: row[k] for k in ("topic", "group", "from_phase", "to_phase", "strategy")} == {
+        "topic": "t",
+        "group": "g",
+        "from_phase": 0,
+        "to_phase": 1,
+        "strategy": "AVG",
+    }
+    assert row["queues_handed_over"] == 2 and row["queues_paused"] == 2
+    assert (row["pause_s"], row["max_pause_s"], row["overlap_s"]) == (1.0, 0.5, 0.0)
+    assert (row["msgs_delayed"], row["msgs_read_twice"], row["settled_after_s"]) == (10.0, 0.0, 0.5)
+    (compared,) = run.result.comparison
+    assert (compared["queues_handed_over"], compared["pause_s"], compared["msgs_delayed"]) == (2, 1.0, 10.0)
+
+
+def test_a_crash_without_its_connection_closing_waits_for_the_host_loss_then_rereads(spark, tmp_path) -> None:
+    # c2 crashes at T = 100 (after_s 100, timing seed 5), its connection left open: the brokers
+    # notice at 100 + 120 = 220, and c1 applies at its first tick at or after 220. c1 ticks at
+    # tau + 20 m, tau = 20 U(5, "rebalance", c1) in (0, 20); 220 = 11 x 20, so at 220 + tau, and
+    # pulls at 220.5 + tau: q2 and q3 unread 120.5 + tau s each. c2 last committed at kappa + 5 m,
+    # kappa = 5 U(5, "commit", c2): at or before 100 that is kappa + 95, so it read 5 - kappa s of
+    # each queue uncommitted, which c1 reads again.
+    tau, kappa = 20 * u(5, "rebalance", C1), 5 * u(5, "commit", C2)
+    steps = f"""scenarios:
+  - name: lost
+    timing: {{seed: 5}}
+    steps:
+      - crash: {{group: g, client_ids: ['{C2}'], tcp_closed: false, after_s: 100}}
+"""
+    (row,) = handed_over(simulated(spark, tmp_path, sink="arrow", tables=tables(), scenarios=steps))
+    pause = 120.5 + tau
+    assert row["max_pause_s"] == pytest.approx(pause)
+    assert row["pause_s"] == pytest.approx(2 * pause)
+    assert row["msgs_delayed"] == pytest.approx(2 * PER_QUEUE * pause)
+    assert row["msgs_read_twice"] == pytest.approx(2 * PER_QUEUE * (5 - kappa))
+    assert row["overlap_s"] == 0.0 and row["settled_after_s"] == pytest.approx(pause)
+
+
+def test_an_orderly_crash_waits_for_the_lock_and_a_join_moves_one_queue(spark, tmp_path) -> None:
+    # Orderly group. Phase 1: c3 joins at 600, notified; AVG over [c1, c2, c3] and 4 queues gives
+    # c1 q0 q1, c2 q2, c3 q3: q3 passes from c2 (still there, so it unlocks as it stops at 600) to
+    # c3, which pulls at 600.5. Phase 2: c3 crashes at 1200, its connection closed: notified at
+    # once, but its lock on q3 expires only at 1200 + 60; AVG over [c1, c2] gives c2 q2 q3 again,
+    # so c2 starts q3 at 1260: 60 s unread, 600 messages delayed, and c3's uncommitted reads again.
+    steps = f"""scenarios:
+  - name: join-then-crash
+    steps:
+      - consumers_join: {{group: g, client_ids: ['{C3}']}}
+      - crash: {{group: g, client_ids: ['{C3}']}}
+"""
+    join, crash = handed_over(
+        simulated(spark, tmp_path, sink="arrow", tables=tables(orderly=True), scenarios=steps)
+    )
+    assert (join["queues_handed_over"], join["pause_s"], join["overlap_s"], join["msgs_read_twice"]) == (
+        1,
+        0.5,
+        0.0,
+        0.0,
+    )
+    assert (crash["queues_handed_over"], crash["pause_s"], crash["overlap_s"]) == (1, 60.0, 0.0)
+    assert crash["msgs_delayed"] == 600.0
+    kappa = 5 * u(0, "commit", C3)  # c3's last commit at or before 1200 = 240 x 5: kappa + 1195
+    assert crash["msgs_read_twice"] == pytest.approx(PER_QUEUE * (5 - kappa))
+
+
+def test_steps_without_a_hand_over_write_no_row(spark, tmp_path) -> None:
+    # A new rate moves no queue; the last phase's figures are the run's own: no handover row.
+    steps = "scenarios:\n  - name: busier\n    steps:\n      - set_traffic: {factor: 2}\n"
+    run = simulated(spark, tmp_path, sink="arrow", tables=tables(), scenarios=steps)
+    written = read_table(run.out / "handover")  # a partitioned table without rows has no file
+    assert written is None or written.num_rows == 0
+    (compared,) = run.result.comparison
+    assert (compared["queues_handed_over"], compared["msgs_delayed"]) == (0, 0.0)
+    assert pc.sum(read_table(run.out / "movement")["moved"]).as_py() == 0
