@@ -129,11 +129,11 @@ def changes(
         columns["unroutable_msgs_per_s"] = pa.array(at("1") - at("0"))
     handover = rows.get("handover")
     for figure in HANDED_OVER:  # the element's one step: what it hands over is all it adds
-        columns[figure] = (
-            pa.nulls(len(scenario), pa.float64())
-            if handover is None
-            else pa.array(_lookup(_per_element(_at_phase(handover, 1, "to_phase"), figure), scenario, strategy))
-        )
+        if handover is None:
+            columns[figure] = pa.nulls(len(scenario), pa.float64())
+            continue
+        per_element = _per_element(_at_phase(handover, 1, "to_phase"), figure)
+        columns[figure] = pa.array(_lookup(per_element, scenario, strategy))
     return pa.table(columns)
 
 
