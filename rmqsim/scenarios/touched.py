@@ -44,12 +44,17 @@ def _codes(values: pa.ChunkedArray) -> np.ndarray:
 
 
 def _row_ids(table: pa.Table) -> np.ndarray:
-    """Equal ids for equal rows (nulls equal), whatever the row order."""
-    columns = [_codes(table[name]) for name in table.column_names]
-    if not columns:
-        return np.zeros(table.num_rows, dtype=np.int64)
-    stacked = np.stack(columns, axis=1)
-    return np.unique(stacked, axis=0, return_inverse=True)[1].reshape(-1)
+    """Equal ids for equal rows (nulls equal), whatever the row order: 0, 1, ... Each column's
+    codes are folded into one integer (renumbered where it would overflow): a sort of integers, not
+    of rows, which took seconds per step on a fleet's consumers."""
+    code = np.zeros(table.num_rows, dtype=np.int64)
+    for name in table.column_names:
+        column = _codes(table[name])
+        size = int(column.max(initial=0)) + 1
+        if len(code) and int(code.max()) >= (1 << 62) // size:
+            code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        code = code * size + column
+    return np.unique(code, return_inverse=True)[1].reshape(-1)
 
 
 def changed_keys(before: pa.Table, after: pa.Table, key: str) -> pa.Array:
