@@ -119,6 +119,10 @@ class _Rolling:
         base = self.base
         if base.movement is None or self.load is None:
             return _Rolled(summary, brains, _thrown(rows))
+        # comparison reads every (topic, group) from phase 0 to the last, and what each step moved:
+        # an untouched one moves nothing at a step, so its rows are needed at the last phase alone,
+        # not at each of a rolling restart's 80.
+        last = self.last[scenario]
         moved = phases.of_scenario(
             "movement",
             base.movement,
@@ -126,8 +130,11 @@ class _Rolling:
             rows.movement,
             self.touched,
             scenario,
-            self.last[scenario],
+            last,
+            last,
         )
+        earlier = rows.movement.filter(pc.less(rows.movement["to_phase"], last))
+        moved = pa.concat_tables([moved, earlier.cast(moved.schema)])
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
         compared = rollups.comparison(summary, moved, rows.handover)
         return _Rolled(summary, brains, _thrown(rows), compared, advised)

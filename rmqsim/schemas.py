@@ -292,6 +292,7 @@ HANDOVER_EVENT = StructType(
         StructField("first_pull_delay_s", DOUBLE, True),
         StructField("host_loss_s", DOUBLE, True),
         StructField("lock_expiry_s", DOUBLE, True),
+        StructField("label", STRING, True),  # what made the phase (parse.Scenario.label)
     ]
 )
 GROUP_ROUTES = StructType(
@@ -615,6 +616,10 @@ HANDOVER = StructType(
         *TOPIC_GROUP,
         StructField("from_phase", INT, False),
         StructField("to_phase", INT, False),
+        StructField(
+            "phase_label", STRING, False
+        ),  # what made to_phase: its step, or its restart's leave or join
+        StructField("event_s", DOUBLE, False),  # T_k: when that happened, from the scenario's start
         StructField("queues_handed_over", LONG, False),  # in mqAll at both phases, readers changed
         StructField("queues_paused", LONG, False),  # of those, unread for some time
         StructField("pause_s", DOUBLE, False),  # summed over the queues

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -19,7 +19,7 @@ from rmqsim import impact, phase_rollups, phases, rollups, schemas, session
 from rmqsim.arrays import stacked
 from rmqsim.config import SimulateConfig
 from rmqsim.handover.events import events as handover_events
-from rmqsim.scenarios import apply, names, parse
+from rmqsim.scenarios import apply, names, parse, restarts
 from rmqsim.scenarios import sweeps as sweep_scenarios
 from rmqsim.sink import Sink, open_sink
 from rmqsim.snapshot import checks, reconcile
@@ -144,8 +144,7 @@ def build_group_routes(
     else:
         snapshot, checked = prepared.loaded, checks.Checked(prepared.checked, prepared.rejects)
     valid = with_traffic(checked.snapshot, runs)
-    wanted = names.referenced(runs)
-    names.check_names(runs, names.existing_names(valid, wanted, names.counted_groups(runs)))
+    runs = _named_and_expanded(runs, valid)
     listed = None
     last_phase = {s.name: s.last_phase for s in runs}
     if elements:
@@ -243,6 +242,16 @@ def build_group_routes(
     )
 
 
+def _named_and_expanded(runs: Sequence[parse.Scenario], tables: Snapshot) -> tuple[parse.Scenario, ...]:
+    """``runs`` once every name their steps give is found at its step (an InputError otherwise),
+    with each rolling restart expanded into its phases. A scenario expanded already was checked
+    before: its restarts name clients by ids that earlier steps may have generated."""
+    fresh = [run for run in runs if not restarts.is_expanded(run)]
+    wanted = names.referenced(fresh)
+    names.check_names(fresh, names.existing_names(tables, wanted, names.counted_groups(fresh)))
+    return restarts.expanded(runs, tables)
+
+
 def _in_chunks(config: SimulateConfig, runs: tuple[parse.Scenario, ...], *, elements: bool) -> bool:
     """Whether a run's scenarios are built a few at a time onto phase 0's (later phases hold what
     changed)."""
@@ -267,7 +276,7 @@ def _built_in_chunks(
     ):
         # A step gives traffic to a snapshot without it: phase 0 then has some too, all at once.
         return build_group_routes(spark, config, runs, prepared=built, whole=True)
-    later = replace(built, later=tuple(s for s in runs if s.steps))
+    later = replace(built, later=_named_and_expanded([s for s in runs if s.steps], built.checked))
     return later if deferred else completed(config, later, runs)
 
 

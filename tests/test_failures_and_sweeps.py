@@ -94,7 +94,22 @@ def _clients(snap: Snapshot) -> set[tuple[str, str, str]]:
             "scenarios: [{name: x, steps: [{set_traffic: {factor: 2, after_s: '60'}}]}]",
             "set_traffic.after_s: expected a number",
         ),
-        ("scenarios: [{name: x, steps: [{rolling_restart: {group: g}}]}]", "unknown step kind"),
+        (
+            "scenarios: [{name: x, steps: [{rolling_restart: {group: g, batch: 0}}]}]",
+            "rolling_restart.batch: must be",
+        ),
+        (
+            "scenarios: [{name: x, steps: [{rolling_restart: {group: g, interval_s: 0}}]}]",
+            "rolling_restart.interval_s: must be above 0",
+        ),
+        (
+            "scenarios: [{name: x, steps: [{rolling_restart: {group: g, graceful: 'yes'}}]}]",
+            "rolling_restart.graceful: expected true or false",
+        ),
+        (
+            "scenarios: [{name: x, steps: [{rolling_restart: {batch: 2}}]}]",
+            "rolling_restart: missing key(s) ['group']",
+        ),
         (
             "scenarios: [{name: x, timing: {rebalance_s: 0}, steps: [{broker_down: {names: [a]}}]}]",
             "timing.rebalance_s: a clock's period must be above 0",

@@ -122,3 +122,61 @@ def test_steps_without_a_hand_over_write_no_row(spark, tmp_path) -> None:
     (compared,) = run.result.comparison
     assert (compared["queues_handed_over"], compared["msgs_delayed"]) == (0, 0.0)
     assert pc.sum(read_table(run.out / "movement")["moved"]).as_py() == 0
+
+
+def new_id(old: str, seed: int = 0) -> str:
+    """A restarted client's id, recomputed from the contract's rule (section 2e): same IP, a new
+    PID from BLAKE2b (no collision in these tests, so n = 0)."""
+    digest = hashlib.blake2b(f"{seed}:restart:{old}:0".encode(), digest_size=8).digest()
+    return f"{old.split('@')[0]}@{1 + int.from_bytes(digest, 'big') % 4_194_303}"
+
+
+def test_a_rolling_restart_makes_a_phase_per_leave_and_join_each_labelled_and_timed(spark, tmp_path) -> None:
+    # "deploy": batch 1, every 60 s, down 30 s, graceful, from 600: c1 leaves at 600, comes back
+    # as c1' at 630, c2 leaves at 660 and comes back as c2' at 690. AVG over 4 queues: with one
+    # client it reads all four; with [c1', c2] or [c1', c2'] (c1' keeps c1's IP, so it sorts
+    # first) q0 q1 go to the first, q2 q3 to the second. Each phase so hands two queues over, each
+    # unread 0.5 s (the new reader's first pull): 8 queues, 4 s, 40 messages over the restart.
+    # "crashy": down 25 s, every 10 s, crashing: c1 leaves at 600, c2 at 610, c1' joins at 625
+    # and c2' at 635. Phase 1 gives q0 q1 to c2 (0.5 s each; c1 read 5 - kappa s of each without
+    # committing, kappa = 5 U("commit", c1), as 600 is a multiple of 5); at phase 2 nobody is left
+    # (no reader after: unread, no hand-over); c1' then starts all four at 625.5, and c2' takes
+    # q2 q3 at 635.5.
+    steps = """scenarios:
+  - name: deploy
+    steps:
+      - rolling_restart: {group: g}
+  - name: crashy
+    steps:
+      - rolling_restart: {group: g, interval_s: 10, down_s: 25, graceful: false}
+"""
+    run = simulated(spark, tmp_path, sink="arrow", tables=tables(), scenarios=steps)
+    rows = handed_over(run)
+    deploy = [r for r in rows if r["scenario"] == "deploy"]
+    assert [(r["to_phase"], r["phase_label"], r["event_s"]) for r in deploy] == [
+        (1, "rolling_restart g: 1/2 leave", 600.0),
+        (2, "rolling_restart g: 1/2 join", 630.0),
+        (3, "rolling_restart g: 2/2 leave", 660.0),
+        (4, "rolling_restart g: 2/2 join", 690.0),
+    ]
+    assert all((r["queues_handed_over"], r["pause_s"], r["overlap_s"]) == (2, 1.0, 0.0) for r in deploy)
+    compared = {r["scenario"]: r for r in run.result.comparison}
+    assert (compared["deploy"]["last_phase"], compared["deploy"]["queues_handed_over"]) == (4, 8)
+    assert (compared["deploy"]["pause_s"], compared["deploy"]["msgs_delayed"]) == (4.0, 40.0)
+    # Every queue ends with a reader of a new id: all four moved from phase 0 to the last.
+    assert compared["deploy"]["queues_moved"] == 4
+    assignments = read_table(run.out / "assignments")
+    last = pc.and_(pc.equal(assignments["scenario"], "deploy"), pc.equal(assignments["phase"], 4))
+    assert set(assignments.filter(last)["client_id"].to_pylist()) == {new_id(C1), new_id(C2)}
+
+    crashy = [r for r in rows if r["scenario"] == "crashy"]
+    assert [(r["to_phase"], r["phase_label"], r["event_s"], r["queues_handed_over"]) for r in crashy] == [
+        (1, "rolling_restart g: 1/2 leave", 600.0, 2),
+        (3, "rolling_restart g: 1/2 join", 625.0, 4),
+        (4, "rolling_restart g: 2/2 join", 635.0, 2),
+    ]
+    kappa = 5 * u(0, "commit", C1)
+    assert crashy[0]["msgs_read_twice"] == pytest.approx(2 * PER_QUEUE * (5 - kappa))
+    assert [r["pause_s"] for r in crashy] == [1.0, 2.0, 1.0]
+    summary = [r for r in run.result.summary if r["scenario"] == "crashy" and r["strategy"] == "AVG"]
+    assert [r["unassigned_queues"] for r in sorted(summary, key=lambda r: r["phase"])] == [0, 0, 4, 0, 0]

@@ -39,7 +39,8 @@ def _names(fleet: Path, table: str, column: str) -> list[str]:
 
 def _steps_file(fleet: Path) -> str:
     """A scenario of every kind of change, one after the other: a broker, queue counts, members,
-    a crash, a room, traffic, strategy, and a stale view."""
+    a crash, a room, traffic, strategy, and a stale view; and one of a group's own changes alone
+    (a rolling restart among them), which is replayed on that group's rows alone."""
     brokers = _names(fleet, "brokers", "broker_name")
     groups = _names(fleet, "consumers", "group")
     rooms = _names(fleet, "brokers", "machine_room")
@@ -59,6 +60,11 @@ scenarios:
   - name: room-goes
     steps:
       - room_down: {{rooms: [{rooms[1]}]}}
+  - name: restart
+    steps:
+      - consumers_leave: {{group: {groups[3]}, count: 1, seed: 4}}
+      - rolling_restart: {{group: {groups[3]}, batch: 2, interval_s: 20, down_s: 50, graceful: false}}
+      - designate: {{group: {groups[3]}, ips: [10.0.0.1]}}
 """
 
 

@@ -34,7 +34,15 @@ def events(runs: Sequence[parse.Scenario]) -> pa.Table | None:
         for k, step in enumerate(run.steps, 1):
             at += step.after_s  # T_k = T_{k-1} + after_s, T_0 = 0
             keys.append((run.name, k))
-            rows.append({"event_s": at, "notice": notice(step), "departed": departed(step), **timing})
+            rows.append(
+                {
+                    "event_s": at,
+                    "notice": notice(step),
+                    "departed": departed(step),
+                    **timing,
+                    "label": run.label(k),
+                }
+            )
     if not rows:
         return None
     return pa.table(

@@ -22,6 +22,7 @@ NOTICES: dict[type, int] = {
     parse.SetRebalance: NOTIFY,
     parse.Designate: NOTIFY,
     parse.StaleView: NOTIFY,
+    parse.Rejoin: NOTIFY,
     parse.AddBrokers: ROUTES,
     parse.RemoveBrokers: ROUTES,
     parse.BrokerDown: ROUTES,

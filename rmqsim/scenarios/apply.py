@@ -361,6 +361,11 @@ def _room_down(step: sc.RoomDown, tables: Snapshot) -> Snapshot:
     )
 
 
+def _rejoin(step: sc.Rejoin, tables: Snapshot) -> Snapshot:
+    """A rolling restart's clients back with their new ids, as they were before they left."""
+    return replace(tables, consumers=stacked(tables.consumers, step.rows))
+
+
 APPLY: dict[type, Callable] = {
     sc.AddBrokers: _add_brokers,
     sc.RemoveBrokers: _remove_brokers,
@@ -376,6 +381,7 @@ APPLY: dict[type, Callable] = {
     sc.Designate: _designate,
     sc.Crash: _crash,
     sc.RoomDown: _room_down,
+    sc.Rejoin: _rejoin,
 }
 
 
@@ -421,10 +427,41 @@ def phased_changes(
     listed = []
     first_pairs = touched.pairs(tables.consumers)
     for scenario in scenarios:
-        cut = touched.restricted(phase_snapshots(tables, scenario), scenario, first_pairs)
+        cut = touched.restricted(phase_snapshots(_local(tables, scenario), scenario), scenario, first_pairs)
         runs.append((scenario.name, cut.phases))
         listed.append(cut.touched)
     return _stack(tables, runs), pa.concat_tables([touched.TOUCHED.empty_table(), *listed])
+
+
+# Steps that change only the group they name (not "all"): consumers and groups rows of it alone.
+_ONE_GROUP = (
+    sc.ConsumersJoin,
+    sc.ConsumersLeave,
+    sc.Crash,
+    sc.Rejoin,
+    sc.StaleView,
+    sc.SetStrategy,
+    sc.SetRebalance,
+    sc.Designate,
+)
+
+
+def _local(tables: Snapshot, scenario: sc.Scenario) -> Snapshot:
+    """``tables`` with consumers and groups cut to the groups the scenario's steps name, where
+    every step changes only the group it names: its phases, once cut to what they touch, hold
+    those groups alone, and a rolling restart's 80 phases then copy a group's rows, not the
+    fleet's."""
+    steps = scenario.steps
+    if not steps or not all(isinstance(s, _ONE_GROUP) and s.group != sc.ALL for s in steps):
+        return tables
+    named = sorted({s.group for s in steps})
+
+    def of(table: pa.Table) -> pa.Table:
+        return table.filter(
+            pc.is_in(table["group"], value_set=pa.array(named, table.schema.field("group").type))
+        )
+
+    return replace(tables, consumers=of(tables.consumers), groups=of(tables.groups))
 
 
 def _stack(tables: Snapshot, runs: list[tuple[str, list[Snapshot]]]) -> Snapshot:

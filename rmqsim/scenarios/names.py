@@ -22,7 +22,9 @@ from rmqsim.scenarios.parse import (
     ConsumersLeave,
     Crash,
     Designate,
+    Rejoin,
     RemoveBrokers,
+    RollingRestart,
     RoomDown,
     Scenario,
     SetBrokerLatency,
@@ -239,6 +241,16 @@ def _check_stale(step: StaleView, names: _Names, where: str, kind: str) -> None:
         _require(names.clients, wanted, where, f"{kind}.client_ids", f"client of group '{step.group}'")
 
 
+def _check_restart(step: RollingRestart, names: _Names, where: str, kind: str) -> None:
+    """Every client of the group comes back with a new id: the old ones are no longer there."""
+    _require(names.groups, [step.group], where, f"{kind}.group", "group")
+    names.clients = {(g, c) for g, c in names.clients if g != step.group}
+
+
+def _check_rejoin(step: Rejoin, names: _Names, where: str, kind: str) -> None:
+    names.clients.update((step.group, c) for c in step.new_ids)
+
+
 def _check_designate(step: Designate, names: _Names, where: str, kind: str) -> None:
     _require(names.groups, [step.group], where, f"{kind}.group", "group")
 
@@ -264,4 +276,6 @@ _CHECKS: dict[type, Callable] = {
     SetBrokerLatency: _check_brokers,
     Crash: _check_leave,
     RoomDown: _check_room_down,
+    RollingRestart: _check_restart,
+    Rejoin: _check_rejoin,
 }

@@ -175,6 +175,34 @@ class RoomDown:
     after_s: float = AFTER_S
 
 
+@dataclass(frozen=True)
+class RollingRestart:
+    """A group's clients restarted batch after batch in cidAll order (docs/CONTRACT.md, section
+    2e): every ``interval_s`` a batch leaves (gracefully, or as a crash with its connection
+    closed), and ``down_s`` later the same machines join again with new ids (a new PID; a new IP
+    where ``new_ip``). Each leave and each join is a phase (scenarios.restarts expands it)."""
+
+    group: str
+    batch: int = 1
+    interval_s: float = 60.0
+    down_s: float = 30.0
+    graceful: bool = True
+    new_ip: bool = False
+    after_s: float = AFTER_S
+
+
+@dataclass(frozen=True, eq=False)
+class Rejoin:
+    """A rolling restart's join (never written in a file: scenarios.restarts makes it): ``rows``,
+    the consumers rows of the clients that left, back with ids ``new_ids[i]`` for ``client_ids[i]``."""
+
+    group: str
+    client_ids: tuple[str, ...]
+    new_ids: tuple[str, ...]
+    rows: object  # pa.Table: consumers rows as they were before the leave
+    after_s: float = AFTER_S
+
+
 Step = (
     AddBrokers
     | RemoveBrokers
@@ -191,6 +219,8 @@ Step = (
     | Designate
     | Crash
     | RoomDown
+    | RollingRestart
+    | Rejoin
 )
 
 KINDS: dict[str, type] = {
@@ -209,8 +239,9 @@ KINDS: dict[str, type] = {
     "designate": Designate,
     "crash": Crash,
     "room_down": RoomDown,
+    "rolling_restart": RollingRestart,
 }
-KIND_OF = {cls: kind for kind, cls in KINDS.items()}
+KIND_OF = {cls: kind for kind, cls in KINDS.items()} | {Rejoin: "rolling_restart"}
 # What a stale view can follow: a step that changes what clients see (a new strategy is a restart).
 CHANGES = (
     AddBrokers,
@@ -222,6 +253,8 @@ CHANGES = (
     ConsumersLeave,
     Crash,
     RoomDown,
+    RollingRestart,
+    Rejoin,
 )
 # What a sweep may generate one scenario per element of (docs/CONTRACT.md, section 2f).
 SWEEPS = ("broker_down", "room_down", "crash")
@@ -245,10 +278,18 @@ class Scenario:
     name: str
     steps: tuple[Step, ...] = field(default_factory=tuple)
     timing: Timing = field(default_factory=Timing)
+    labels: tuple[str | None, ...] = ()  # per step, where it has one (a rolling restart's phases)
 
     @property
     def last_phase(self) -> int:
         return len(self.steps)
+
+    def label(self, phase: int) -> str:
+        """What made phase ``phase``: its step's label, or its step's kind (phase 0: the snapshot)."""
+        if phase == 0:
+            return "snapshot"
+        given = self.labels[phase - 1] if phase <= len(self.labels) else None
+        return given or KIND_OF[type(self.steps[phase - 1])]
 
     def stale_views(self) -> list[tuple[int, StaleView]]:
         """(phase, step) of each stale_view: its clients see phase - 2, the others phase - 1."""
@@ -397,7 +438,7 @@ def _sweeps(entries: list, source: str) -> tuple[Sweep, ...]:
 def _check_order(steps: tuple[Step, ...], where: str) -> None:
     for k, step in enumerate(steps):
         if isinstance(step, StaleView) and (k == 0 or not isinstance(steps[k - 1], CHANGES)):
-            kinds = ", ".join(KIND_OF[c] for c in CHANGES)
+            kinds = ", ".join(dict.fromkeys(KIND_OF[c] for c in CHANGES))
             raise InputError(
                 f"{where}, step {k + 1}", "stale_view", f"must come right after a change step ({kinds})"
             )
@@ -477,11 +518,12 @@ _INTS = {
     "seed",
     "virtual_node_cnt",
     "pop_share_queue_num",
+    "batch",
 }
 _FRACTIONS = {"fraction"}
 _RATES = {"msgs_per_s", "factor", "send_latency_ms"}  # numbers, not negative
-_SECONDS = {"after_s"}  # numbers, not negative
-_BOOLS = {"tcp_closed"}  # YAML's true or false
+_SECONDS = {"after_s", "interval_s", "down_s"}  # numbers, not negative
+_BOOLS = {"tcp_closed", "graceful", "new_ip"}  # YAML's true or false
 _NULLABLE = {"send_latency_ms", "ips"}  # null means "clear it"
 
 
@@ -610,6 +652,13 @@ def _check_who(
         raise bad(key, f"{limit}, got {value}")
 
 
+def _check_rolling_restart(step: RollingRestart, bad: Callable[[str, str], InputError]) -> None:
+    if step.batch < 1:
+        raise bad("batch", f"must be at least 1, got {step.batch}")
+    if step.interval_s <= 0:
+        raise bad("interval_s", f"must be above 0, got {step.interval_s:g}")
+
+
 def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]) -> None:
     from rmqsim.strategies import STRATEGIES
 
@@ -630,4 +679,5 @@ _STEP_CHECKS: dict[type, Callable] = {
     SetRebalance: _check_set_rebalance,
     SetTraffic: _check_set_traffic,
     Designate: _check_designate,
+    RollingRestart: _check_rolling_restart,
 }

@@ -79,7 +79,7 @@ def handover_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch
             event.lock_expiry_s[g_b[pair]],
         ),
     )
-    return [_summed(rows, p, pair, costs_)]
+    return [_summed(rows, p, pair, costs_, event)]
 
 
 class _Events:
@@ -89,6 +89,9 @@ class _Events:
         column = rows.column("handover_event")
         self.known = column.is_valid().to_numpy(zero_copy_only=False)
         for field in schemas.HANDOVER_EVENT.fieldNames():
+            if field == "label":
+                self.label = pc.struct_field(column, field)
+                continue
             values = pc.fill_null(pc.struct_field(column, field), 0).to_numpy(zero_copy_only=False)
             setattr(self, field, values)
 
@@ -175,7 +178,7 @@ def _same_members(p: Paired, g_a: np.ndarray, g_b: np.ndarray) -> np.ndarray:
     return (size_a == shared) & (size_b == shared)
 
 
-def _summed(rows: pa.RecordBatch, p: Paired, pair: np.ndarray, c) -> pa.RecordBatch:
+def _summed(rows: pa.RecordBatch, p: Paired, pair: np.ndarray, c, event: _Events) -> pa.RecordBatch:
     """A row per pair with a queue handed over: its queues' costs summed in mqAll order."""
     pairs_with = np.unique(pair)
     slot = np.searchsorted(pairs_with, pair)
@@ -198,6 +201,8 @@ def _summed(rows: pa.RecordBatch, p: Paired, pair: np.ndarray, c) -> pa.RecordBa
         rows.column("group").take(after),
         pa.array(p.pairs.phase_a.to_numpy()[pairs_with], type=pa.int32()),
         pa.array(p.pairs.phase_b.to_numpy()[pairs_with], type=pa.int32()),
+        event.label.take(after),
+        pa.array(event.event_s[g_b], type=pa.float64()),
         pa.array(np.bincount(slot, minlength=n).astype(_I64), type=pa.int64()),
         pa.array(np.bincount(slot, weights=c.pause_s > 0, minlength=n).astype(_I64), type=pa.int64()),
         pa.array(total(c.pause_s), type=pa.float64()),
