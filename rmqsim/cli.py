@@ -310,7 +310,7 @@ def parser() -> argparse.ArgumentParser:
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
     from rmqsim import config, simulate
     from rmqsim.reporting import text
-    from rmqsim.scenarios.parse import ELEMENT
+    from rmqsim.scenarios.parse import ELEMENT, RollingRestart
 
     cfg = config.SimulateConfig(
         snapshot=snapshot,
@@ -326,7 +326,8 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     from rmqsim.sink.directory import RunDirectory
     from rmqsim.snapshot.load import check_layout, is_local
 
-    simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
+    runs = simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
+    restarted = [r.name for r in runs if any(isinstance(s, RollingRestart) for s in r.steps)]
     if not _remote(args):  # through Spark Connect the paths are the server's
         check_layout(snapshot)
         RunDirectory.check_mode(args.out, cfg.mode)
@@ -350,8 +351,13 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         )
         print()
         # A sweep's detailed elements are in its table above: the scenarios of the file here.
-        print(text.format_comparison([r for r in result.comparison if ELEMENT not in r["scenario"]]))
+        scenarios = [r for r in result.comparison if ELEMENT not in r["scenario"]]
+        print(text.format_comparison(scenarios))
         print()
+        handovers = text.format_handovers(scenarios, restarted)
+        if handovers:
+            print(handovers)
+            print()
         print(text.format_recommendation(result.recommendation, result.recommended_groups))
         if result.exposure:
             print()

@@ -180,3 +180,38 @@ def test_a_rolling_restart_makes_a_phase_per_leave_and_join_each_labelled_and_ti
     assert [r["pause_s"] for r in crashy] == [1.0, 2.0, 1.0]
     summary = [r for r in run.result.summary if r["scenario"] == "crashy" and r["strategy"] == "AVG"]
     assert [r["unassigned_queues"] for r in sorted(summary, key=lambda r: r["phase"])] == [0, 0, 4, 0, 0]
+
+
+def test_the_terminal_names_the_cheapest_strategy_of_each_scenarios_hand_overs() -> None:
+    from rmqsim.reporting.text import format_handovers
+
+    def row(scenario: str, strategy: str, queues: int, delayed: float, twice: float) -> dict:
+        return dict(
+            scenario=scenario,
+            strategy=strategy,
+            queues_handed_over=queues,
+            queues_paused=queues,
+            max_pause_s=0.5,
+            msgs_delayed=delayed,
+            msgs_read_twice=twice,
+        )
+
+    rows = [
+        # A restart: STICKY moves least; CONFIG handed nothing over (it did not run): not cheapest.
+        row("deploy", "AVG", 8, 40.0, 0.0),
+        row("deploy", "STICKY", 2, 10.0, 0.0),
+        row("deploy", "CONFIG", 0, 0.0, 0.0),
+        # A crash: AVG costs 5 + 7 = 12 messages, STICKY 20 + 0: AVG the least.
+        row("crash", "AVG", 3, 5.0, 7.0),
+        row("crash", "STICKY", 1, 20.0, 0.0),
+        # Queues handed over that carry no message: nothing to report.
+        row("quiet", "AVG", 4, 0.0, 0.0),
+    ]
+    lines = format_handovers(rows, detailed=["deploy"]).splitlines()
+    crash = "scenario crash: hand-overs cost AVG the least (5.00 msgs delayed, 7.00 read twice), "
+    assert lines[0] == crash + "STICKY the most (20.00, 0.00)"
+    assert lines[1] == "scenario deploy: hand-overs over every step"
+    table = [line.split()[0] for line in lines[4:7]]
+    assert table == ["STICKY", "AVG", "CONFIG"]
+    assert lines[-1] == "cheapest: STICKY (10.00 msgs delayed or read twice)"
+    assert not any("quiet" in line for line in lines)

@@ -189,6 +189,58 @@ def _titled_tables(
     return "\n".join(blocks)
 
 
+HANDOVER_COLUMNS = (
+    ("strategy", "strategy"),
+    ("queues_handed_over", "handed over"),
+    ("queues_paused", "paused"),
+    ("max_pause_s", "longest pause s"),
+    ("msgs_delayed", "msgs delayed"),
+    ("msgs_read_twice", "msgs read twice"),
+)
+
+
+def _handover_cost(row: Mapping[str, object]) -> float:
+    return float(row.get("msgs_delayed") or 0) + float(row.get("msgs_read_twice") or 0)
+
+
+def format_handovers(rows: Sequence[Mapping[str, object]], detailed: Sequence[str] = ()) -> str:
+    """What each scenario's hand-overs cost (docs/CONTRACT.md, section 2e): for the ``detailed``
+    scenarios (a rolling restart's) each strategy's, cheapest first, else a line naming the
+    cheapest and the costliest strategy. A strategy that hands no queue over where others do did
+    not run on what changed (CONFIG or MACHINE_ROOM without their configuration): it is listed
+    last and named neither. Scenarios whose hand-overs cost no message are left out."""
+    by_scenario: dict[str, list[Mapping[str, object]]] = {}
+    for row in rows:
+        by_scenario.setdefault(str(row["scenario"]), []).append(row)
+    blocks = []
+    for scenario, mine in sorted(by_scenario.items()):
+        ran = [r for r in mine if r.get("queues_handed_over")]
+        if not ran or not any(_handover_cost(r) for r in ran):
+            continue
+        ranked = sorted(ran, key=lambda r: (_handover_cost(r), str(r["strategy"])))
+        cheap, dear = ranked[0], ranked[-1]
+        if scenario in detailed:
+            blocks.append(f"scenario {scenario}: hand-overs over every step")
+            idle = sorted(
+                (r for r in mine if not r.get("queues_handed_over")), key=lambda r: str(r["strategy"])
+            )
+            blocks.append(format_table([*ranked, *idle], HANDOVER_COLUMNS))
+            cost = format_cell(_handover_cost(cheap))
+            blocks.append(f"cheapest: {cheap['strategy']} ({cost} msgs delayed or read twice)")
+            continue
+        delayed, twice = format_cell(cheap["msgs_delayed"]), format_cell(cheap["msgs_read_twice"])
+        least = f"{delayed} msgs delayed, {twice} read twice"
+        most = f"{format_cell(dear['msgs_delayed'])}, {format_cell(dear['msgs_read_twice'])}"
+        if len(ranked) == 1:
+            blocks.append(f"scenario {scenario}: only {cheap['strategy']} hands queues over ({least})")
+            continue
+        blocks.append(
+            f"scenario {scenario}: hand-overs cost {cheap['strategy']} the least ({least}), "
+            f"{dear['strategy']} the most ({most})"
+        )
+    return "\n".join(blocks)
+
+
 EXPOSURE_COLUMNS = (
     ("strategy", "strategy"),
     ("topic_groups", "topic-groups"),
