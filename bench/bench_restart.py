@@ -21,7 +21,7 @@ from pathlib import Path
 
 import bench_fleet
 import pyarrow.dataset as ds
-from bench_sweep import DRIVER, measured
+from bench_sweep import DRIVER, alternated, print_best
 
 
 def largest_group(snapshot: Path) -> tuple[str, int]:
@@ -57,26 +57,9 @@ def main() -> None:
         "fleet alone": [*base, "--out", str(work / "out-alone")],
         "restart": [*base, "--scenarios", str(scenarios), "--out", str(work / "out-restart")],
     }
-    rounds = []
-    for i in range(args.rounds):
-        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
-        figures = {name: measured(jobs[name]) for name in order}
-        rounds.append(figures)
-        print(
-            f"round {i + 1} ({order[0]} first): "
-            + ", ".join(
-                f"{n} {f['wall_s']:.1f} s, driver {f['driver_gb']:.2f} GB" for n, f in figures.items()
-            ),
-            flush=True,
-        )
-    best = {name: {k: min(r[name][k] for r in rounds) for k in ("wall_s", "driver_gb")} for name in jobs}
-    alone = best["fleet alone"]
+    rounds, best = alternated(jobs, args.rounds)
     print(f"{group} grown to {args.clients} clients and restarted; best of {len(rounds)}:")
-    for name, figures in best.items():
-        print(
-            f"  {name:<12} {figures['wall_s']:6.1f} s ({figures['wall_s'] / alone['wall_s']:.2f}x), "
-            f"driver peak {figures['driver_gb']:.2f} GB ({figures['driver_gb'] / alone['driver_gb']:.2f}x)"
-        )
+    print_best(best)
     out = {"group": group, "clients": args.clients, "rounds": rounds, "best": best}
     (work / "restart-results.json").write_text(json.dumps(out, indent=2) + "\n")
     print(f"results in {work / 'restart-results.json'}")

@@ -48,6 +48,35 @@ def measured(argv: list[str]) -> dict[str, float]:
     return {"wall_s": seconds, "driver_gb": driver / 2**20, "largest_so_far_gb": children / 2**20}
 
 
+def alternated(jobs: dict[str, list[str]], rounds: int) -> tuple[list[dict], dict[str, dict[str, float]]]:
+    """Each job run ``rounds`` times as a fresh process, the order rotated every round (each
+    round printed); every round's figures, and each job's best wall time and driver peak."""
+    out = []
+    for i in range(rounds):
+        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
+        figures = {name: measured(jobs[name]) for name in order}
+        out.append(figures)
+        print(
+            f"round {i + 1} ({order[0]} first): "
+            + ", ".join(
+                f"{n} {figures[n]['wall_s']:.1f} s, driver {figures[n]['driver_gb']:.2f} GB" for n in jobs
+            ),
+            flush=True,
+        )
+    best = {name: {k: min(r[name][k] for r in out) for k in ("wall_s", "driver_gb")} for name in jobs}
+    return out, best
+
+
+def print_best(best: dict[str, dict[str, float]]) -> None:
+    """Each job's best against the first job's (the fleet alone)."""
+    alone = next(iter(best.values()))
+    for name, figures in best.items():
+        print(
+            f"  {name:<12} {figures['wall_s']:6.1f} s ({figures['wall_s'] / alone['wall_s']:.2f}x), "
+            f"driver peak {figures['driver_gb']:.2f} GB ({figures['driver_gb'] / alone['driver_gb']:.2f}x)"
+        )
+
+
 def scenario_files(work: Path, brokers: list[str]) -> tuple[Path, Path]:
     sweep = work / "sweep-brokers.yml"
     sweep.write_text("sweeps:\n  - {name: broker-loss, each: broker_down, of: all}\n")
@@ -88,28 +117,11 @@ def main() -> None:
     }
     if not args.no_plain:
         jobs["plain"] = [*base, "--scenarios", str(plain), "--out", str(work / "out-plain")]
-    rounds = []
-    for i in range(args.rounds):
-        order = list(jobs)[i % len(jobs) :] + list(jobs)[: i % len(jobs)]
-        figures = {name: measured(jobs[name]) for name in order}
-        rounds.append(figures)
-        print(
-            f"round {i + 1} ({order[0]} first): "
-            + ", ".join(
-                f"{name} {figures[name]['wall_s']:.1f} s, driver {figures[name]['driver_gb']:.2f} GB"
-                for name in jobs
-            ),
-            flush=True,
-        )
-    best = {name: {k: min(r[name][k] for r in rounds) for k in ("wall_s", "driver_gb")} for name in jobs}
-    alone = best["fleet alone"]
+    rounds, best = alternated(jobs, args.rounds)
     print(f"{len(brokers)} brokers; best of {len(rounds)}:")
-    for name, figures in best.items():
-        print(
-            f"  {name:<12} {figures['wall_s']:6.1f} s ({figures['wall_s'] / alone['wall_s']:.2f}x), "
-            f"driver peak {figures['driver_gb']:.2f} GB ({figures['driver_gb'] / alone['driver_gb']:.2f}x)"
-        )
-    print(f"  largest process of any run: {rounds[-1][order[-1]]['largest_so_far_gb']:.2f} GB")
+    print_best(best)
+    largest = max(f["largest_so_far_gb"] for figures in rounds for f in figures.values())
+    print(f"  largest process of any run: {largest:.2f} GB")
     out = {"brokers": len(brokers), "assignments": args.assignments, "rounds": rounds, "best": best}
     (work / "sweep-results.json").write_text(json.dumps(out, indent=2) + "\n")
     print(f"results in {work / 'sweep-results.json'}")
