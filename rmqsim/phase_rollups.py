@@ -89,6 +89,7 @@ class _Rolling:
         self, base: Written, touched: pa.Table, last: Mapping[str, int], first: str, *, stale_views: bool
     ) -> None:
         self.base, self.touched, self.last, self.stale_views = base, touched, last, stale_views
+        self.recent: dict = {}  # phases.of_scenario's last untouched rows per table
         # Phase 0's rows keyed once, for every phase of every scenario rebuilt from them.
         self.keys = {n: phases.keyed(getattr(base, n), n) for n in TABLES if getattr(base, n) is not None}
         # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
@@ -109,7 +110,7 @@ class _Rolling:
         last = self.last[scenario]
         mine = [_named(self.at_0, scenario)]
         for k in range(1, last + 1):
-            tables = _phase(self.base, self.keys, rows, self.touched, scenario, last, k)
+            tables = _phase(self.base, self.keys, rows, self.touched, scenario, last, k, self.recent)
             mine.append(_of(tables, stale_views=self.stale_views, recommend=False))
         brains = [p.split_brain for p in mine] if self.stale_views else []
         return pa.concat_tables([p.summary for p in mine]), brains
@@ -267,13 +268,15 @@ def _phase(
     scenario: str,
     last: int,
     phase: int,
+    recent: dict | None = None,
 ) -> Written:
     """Phase ``phase`` of ``scenario``, whole, without movement: from phase 0's rows (``base``,
-    keyed by ``keys``) and the scenario's own (``rows``); ``last``: its last phase."""
+    keyed by ``keys``) and the scenario's own (``rows``); ``last``: its last phase; ``recent``:
+    phases.of_scenario's."""
 
     def rebuilt(name: str, table: pa.Table) -> pa.Table:
         key, own = keys[name], getattr(rows, name)
-        return phases.of_scenario(name, table, key, own, touched, scenario, last, phase)
+        return phases.of_scenario(name, table, key, own, touched, scenario, last, phase, recent)
 
     return _each(replace(base, movement=None), rebuilt)
 
