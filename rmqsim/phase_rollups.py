@@ -112,6 +112,7 @@ class _Rolling:
         for k in range(1, last + 1):
             tables = _phase(self.base, self.keys, rows, self.touched, scenario, last, k, self.recent)
             mine.append(_of(tables, stale_views=self.stale_views, recommend=False))
+        self.recent.clear()  # the next scenario touches other keys: no copy of the fleet held past it
         brains = [p.split_brain for p in mine] if self.stale_views else []
         return pa.concat_tables([p.summary for p in mine]), brains
 
