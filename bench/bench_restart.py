@@ -19,9 +19,8 @@ import json
 import sys
 from pathlib import Path
 
-import bench_fleet
 import pyarrow.dataset as ds
-from bench_sweep import DRIVER, alternated, print_best
+from bench_sweep import DRIVER, alternated, fleet, print_best
 
 
 def largest_group(snapshot: Path) -> tuple[str, int]:
@@ -39,12 +38,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=Path(__file__).resolve().parent / "data")
     args = p.parse_args()
-    spec = bench_fleet.fleet_spec(args.assignments, args.seed)
-    work = bench_fleet.fleet_dir(args.workdir.resolve(), spec)
-    snapshot = work / "snapshot"
-    work.mkdir(parents=True, exist_ok=True)
-    if bench_fleet.ensure_fleet(snapshot, spec):
-        print(f"generated {snapshot}")
+    work, snapshot = fleet(args.assignments, args.seed, args.workdir)
     group, size = largest_group(snapshot)
     scenarios = work / "restart.yml"
     scenarios.write_text(

@@ -48,6 +48,18 @@ def measured(argv: list[str]) -> dict[str, float]:
     return {"wall_s": seconds, "driver_gb": driver / 2**20, "largest_so_far_gb": children / 2**20}
 
 
+def fleet(assignments: int, seed: int, workdir: Path) -> tuple[Path, Path]:
+    """bench_fleet's fleet of this size and seed (bench_fleet.SHAPE), generated once: its
+    directory and its snapshot."""
+    spec = bench_fleet.fleet_spec(assignments, seed)
+    work = bench_fleet.fleet_dir(workdir.resolve(), spec)
+    snapshot = work / "snapshot"
+    work.mkdir(parents=True, exist_ok=True)
+    if bench_fleet.ensure_fleet(snapshot, spec):
+        print(f"generated {snapshot}")
+    return work, snapshot
+
+
 def alternated(jobs: dict[str, list[str]], rounds: int) -> tuple[list[dict], dict[str, dict[str, float]]]:
     """Each job run ``rounds`` times as a fresh process, the order rotated every round (each
     round printed); every round's figures, and each job's best wall time and driver peak."""
@@ -98,12 +110,7 @@ def main() -> None:
     p.add_argument("--no-plain", action="store_true", help="leave out the plain scenarios")
     args = p.parse_args()
     bench_fleet.SHAPE["brokers"] = args.brokers
-    spec = bench_fleet.fleet_spec(args.assignments, args.seed)
-    work = bench_fleet.fleet_dir(args.workdir.resolve(), spec)
-    snapshot = work / "snapshot"
-    work.mkdir(parents=True, exist_ok=True)
-    if bench_fleet.ensure_fleet(snapshot, spec):
-        print(f"generated {snapshot}")
+    work, snapshot = fleet(args.assignments, args.seed, args.workdir)
     brokers = sorted(
         set(
             ds.dataset(str(snapshot / "brokers")).to_table(columns=["broker_name"])["broker_name"].to_pylist()

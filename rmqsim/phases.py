@@ -217,14 +217,14 @@ def _kept(
     """``base``'s rows whose key is not ``listed``; from ``recent`` where the last call for this
     table listed the same keys (one entry per table: what a scenario touches differs from the
     next scenario's, and a copy of the fleet per scenario would add up)."""
-    wanted = (name, tuple(sorted(listed.to_pylist())))
-    if recent is not None and recent.get(name, (None,))[0] == wanted:
+    if recent is None:
+        return base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
+    wanted = tuple(sorted(listed.to_pylist()))
+    if recent.get(name, (None,))[0] == wanted:
         return recent[name][1]
-    if recent is not None:
-        recent.pop(name, None)  # let the last go before the next is made
+    recent.pop(name, None)  # let the last go before the next is made
     kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
-    if recent is not None:
-        recent[name] = (wanted, kept)
+    recent[name] = (wanted, kept)
     return kept
 
 

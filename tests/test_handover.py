@@ -16,14 +16,10 @@ import pytest
 from rmqsim.compare_runs import read_table
 from tests.builders import broker_rows, consumer_rows, queue_rows
 from tests.simulated import simulated
+from tests.test_handover_rules import u
 
 C1, C2, C3 = "10.0.0.1@101", "10.0.0.2@102", "10.0.0.3@103"
 PER_QUEUE = 10.0  # msgs/s: 40 round robin over 4 queues
-
-
-def u(seed: int, salt: str, client: str) -> float:
-    digest = hashlib.blake2b(f"{seed}:{salt}:{client}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
 
 
 def tables(orderly: bool = False) -> dict:

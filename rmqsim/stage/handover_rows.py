@@ -49,8 +49,9 @@ def handover_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch
     readers = _readers(p, hand)
     q = readers.queue
     row_b = g_b[pair[q]]  # the after row of each reader's queue
-    present = lookup_sorted(present_clients(p.batch, p.codes), row_b * p.codes.n_c + readers.client)[1]
-    bits = _notice(p, event.notice[row_b], pair[q], g_a, g_b)
+    everyone = present_clients(p.batch, p.codes)
+    present = lookup_sorted(everyone, row_b * p.codes.n_c + readers.client)[1]
+    bits = _notice(p, everyone, event.notice[row_b], pair[q], g_a, g_b)
     flat = _a_flat_client(p)[readers.client]
     clocks = Clocks.scaled(
         _units(p, flat, event.seed[row_b], readers.client),
@@ -145,25 +146,26 @@ def _a_flat_client(p: Paired) -> np.ndarray:
     return out
 
 
-def _notice(p: Paired, bits: np.ndarray, pair: np.ndarray, g_a: np.ndarray, g_b: np.ndarray) -> np.ndarray:
+def _notice(
+    p: Paired, everyone: np.ndarray, bits: np.ndarray, pair: np.ndarray, g_a: np.ndarray, g_b: np.ndarray
+) -> np.ndarray:
     """A step's notice bits as they reach each (topic, group): of a step that reaches clients two
-    ways, only the ways that changed the pair's mqAll or members."""
+    ways, only the ways that changed the pair's mqAll or members (``everyone``: present_clients)."""
     two_ways = ((bits & ROUTES) != 0) & ((bits & (NOTIFY | HOST_LOSS)) != 0)
     if not two_ways.any():
         return bits
     counts = p.batch.queue_counts
     in_both = np.bincount(p.common.pair, minlength=len(p.pairs))
     routes_same = (counts[g_a] == in_both) & (counts[g_b] == in_both)
-    members_same = _same_members(p, g_a, g_b)
+    members_same = _same_members(p, everyone, g_a, g_b)
     out = np.where(two_ways & routes_same[pair], bits & ~ROUTES, bits)
     return np.where(two_ways & members_same[pair], out & ~(NOTIFY | HOST_LOSS), out)
 
 
-def _same_members(p: Paired, g_a: np.ndarray, g_b: np.ndarray) -> np.ndarray:
-    """Per pair, whether its rows have the same client ids."""
+def _same_members(p: Paired, everyone: np.ndarray, g_a: np.ndarray, g_b: np.ndarray) -> np.ndarray:
+    """Per pair, whether its rows have the same client ids (``everyone``: present_clients)."""
     n_c = p.codes.n_c
-    present = present_clients(p.batch, p.codes)
-    row_of, client = present // n_c, present % n_c
+    row_of, client = everyone // n_c, everyone % n_c
     start = np.searchsorted(row_of, np.arange(p.batch.n_groups + 1))
 
     def members(rows_: np.ndarray) -> np.ndarray:
