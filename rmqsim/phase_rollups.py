@@ -1,9 +1,10 @@
 """The driver's tables over every phase of every scenario (rmqsim.rollups), from what the stage
-wrote: where later phases hold only what changed (rmqsim.phases), one phase of one scenario is
-rebuilt at a time, so the driver never holds more than one copy of the fleet.
+wrote: where later phases hold only what changed (rmqsim.phases), a scenario at a time, so that
+the driver never holds more than one copy of the fleet.
 
 summary and split_brain are per phase: phase 0's, the snapshot in every scenario, are computed once
-and named for each scenario; each later phase's from that phase rebuilt. comparison is per
+and named for each scenario; a later phase's from phase 0's figures and what the phase wrote
+(rmqsim.phase_summary), at the cost of what it touched. comparison is per
 scenario, from its summary and its movement. The recommendation is per group over every scenario
 and phase: it reads phase 0 once, as a scenario of its own whose movement to a phase 1 moves
 nothing, and each scenario's rows of the groups it touched. Every figure it takes (a maximum, a
@@ -20,16 +21,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim import phases, recommendation, rollups
+from rmqsim import phase_summary, phases, recommendation, rollups
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
 TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # rebuilt ones
+REBUILT = ("movement", "unroutable")  # the tables rebuilt whole: the rest are summed by phase_summary
 SPLIT = (*TABLES, "handover")  # Written's
-UNTOUCHED = f"{ELEMENT}untouched"
+UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
 # The recommendation's rows of this many fleets' group_metrics make one part.
 PART_ROWS = 2
-SCENARIO_THREADS = 2  # scenarios rolled up at once  # no scenario has this name: ELEMENT is refused in names
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,18 @@ class _Rolling:
         self, base: Written, touched: pa.Table, last: Mapping[str, int], first: str, *, stale_views: bool
     ) -> None:
         self.base, self.touched, self.last, self.stale_views = base, touched, last, stale_views
-        self.recent: dict = {}  # phases.of_scenario's last untouched rows per table
-        # Phase 0's rows keyed once, for every phase of every scenario rebuilt from them.
-        self.keys = {n: phases.keyed(getattr(base, n), n) for n in TABLES if getattr(base, n) is not None}
+        # Phase 0's rows of the tables rebuilt whole (movement at a scenario's last phase, and the
+        # few unroutable topics), keyed once for every scenario.
+        self.keys = {n: phases.keyed(getattr(base, n), n) for n in REBUILT if getattr(base, n) is not None}
         # Phase 0 is the snapshot in every scenario: rolled up once, then named for each.
-        empty = _each(base, lambda name, table: table.slice(0, 0))
-        at_0 = _phase(base, self.keys, empty, touched, first, 0, 0)
+        at_0 = _each(
+            replace(base, movement=None), lambda n, table: phases.relabelled(table, first, {"phase": 0})
+        )
         self.at_0 = _of(at_0, stale_views=stale_views, recommend=False)
+        self.figures = phase_summary.phase_0(base.group_metrics, base.consumer_load, base.falling_behind)
+        if stale_views:
+            self.brain = rollups.split_brain(base.group_metrics)
+            self.brain_key = phases.keyed(self.brain, "group_metrics")
         self.summaries: list[pa.Table] = []
         self.comparisons: list[pa.Table] = []
         self.brains: list[pa.Table] = []
@@ -106,15 +112,38 @@ class _Rolling:
         self.pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # rows not in a part yet
 
     def summarised(self, scenario: str, rows: Written) -> tuple[pa.Table, list[pa.Table]]:
-        """A scenario's summary rows and split_brain parts, each later phase rebuilt whole."""
+        """A scenario's summary rows and split_brain parts: its later phases' from phase 0's
+        figures and its own rows (rmqsim.phase_summary)."""
         last = self.last[scenario]
-        mine = [_named(self.at_0, scenario)]
-        for k in range(1, last + 1):
-            tables = _phase(self.base, self.keys, rows, self.touched, scenario, last, k, self.recent)
-            mine.append(_of(tables, stale_views=self.stale_views, recommend=False))
-        self.recent.clear()  # the next scenario touches other keys: no copy of the fleet held past it
-        brains = [p.split_brain for p in mine] if self.stale_views else []
-        return pa.concat_tables([p.summary for p in mine]), brains
+        mine = self.touched.filter(pc.equal(self.touched["scenario"], scenario))
+        unroutable = None
+        if self.base.unroutable is not None:
+            key = self.keys["unroutable"]
+            unroutable = phases.of_scenario(
+                "unroutable", self.base.unroutable, key, rows.unroutable, mine, scenario, last
+            )
+        later = phase_summary.summary(
+            self.figures,
+            rows.group_metrics,
+            rows.consumer_load,
+            rows.falling_behind,
+            mine,
+            scenario,
+            last,
+            unroutable,
+        )
+        summary = pa.concat_tables([_named(self.at_0, scenario).summary, later])
+        if not self.stale_views:
+            return summary, []
+        return summary, [_named(self.at_0, scenario).split_brain, *self._brains(scenario, rows, mine, last)]
+
+    def _brains(self, scenario: str, rows: Written, mine: pa.Table, last: int) -> list[pa.Table]:
+        """split_brain's rows of each later phase: phase 0's where untouched, and the scenario's own."""
+        written = rollups.split_brain(rows.group_metrics)
+        return [
+            phases.of_scenario("group_metrics", self.brain, self.brain_key, written, mine, scenario, last, k)
+            for k in range(1, last + 1)
+        ]
 
     def rolled(self, scenario: str, rows: Written, summary: pa.Table, brains: list[pa.Table]) -> _Rolled:
         """The rest of a scenario's rollups, from its rows, its summary and phase 0's rows."""
@@ -259,27 +288,6 @@ def _each(written: Written, rebuild) -> Written:
         return None if table is None else rebuild(name, table)
 
     return Written(*(of(n) for n in TABLES))
-
-
-def _phase(
-    base: Written,
-    keys: Mapping[str, pa.ChunkedArray],
-    rows: Written,
-    touched: pa.Table,
-    scenario: str,
-    last: int,
-    phase: int,
-    recent: dict | None = None,
-) -> Written:
-    """Phase ``phase`` of ``scenario``, whole, without movement: from phase 0's rows (``base``,
-    keyed by ``keys``) and the scenario's own (``rows``); ``last``: its last phase; ``recent``:
-    phases.of_scenario's."""
-
-    def rebuilt(name: str, table: pa.Table) -> pa.Table:
-        key, own = keys[name], getattr(rows, name)
-        return phases.of_scenario(name, table, key, own, touched, scenario, last, phase, recent)
-
-    return _each(replace(base, movement=None), rebuilt)
 
 
 def by_scenario(written: Written) -> Callable[[str | None], Written]:

@@ -161,17 +161,14 @@ def of_scenario(
     scenario: str,
     last: int,
     phase: int | None = None,
-    recent: dict | None = None,
 ) -> pa.Table:
     """``full``'s rows of one scenario, from phase 0's rows (``base``, keyed by ``base_key``:
     ``keyed(base, name)``, so that many scenarios key them once) and the rows ``scenario`` wrote
-    (``written``, its rows alone); ``last``: its last phase. ``recent``: where the caller asks
-    phase after phase, the last untouched rows of each table, kept for a phase that touched the
-    same (a rolling restart's 80 phases touch one group's)."""
+    (``written``, its rows alone); ``last``: its last phase."""
     at = "to_phase" if name == "movement" else "phase"
     if phase is not None:
         written = written.filter(pc.equal(written[at], phase))
-    parts = [_untouched(name, base, base_key, touched, scenario, last, phase, recent), written]
+    parts = [_untouched(name, base, base_key, touched, scenario, last, phase), written]
     return pa.concat_tables([p.cast(base.schema) for p in parts])
 
 
@@ -188,10 +185,9 @@ def _untouched(
     scenario: str,
     last: int,
     phase: int | None,
-    recent: dict | None = None,
 ) -> pa.Table:
     """Phase 0's rows as ``scenario``'s phases (``phase``: only that one) have them where its steps
-    left them untouched (``recent``: of_scenario's)."""
+    left them untouched."""
     movement = name == "movement"
     mine = touched.filter(pc.equal(touched["scenario"], scenario))
     parts = []
@@ -201,7 +197,7 @@ def _untouched(
     keys_of = keyed(mine, name)
     for k in range(1, last + 1) if phase is None else range(max(phase, 1), min(phase, last) + 1):
         listed = pc.unique(keys_of.filter(pa.array(phase_of == k)))
-        kept = _kept(name, base, base_key, listed, recent)
+        kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
         if movement:
             parts.append(relabelled(kept, scenario, {"from_phase": k - 1, "to_phase": k}))
             if k == last and k >= 2:
@@ -209,23 +205,6 @@ def _untouched(
         else:
             parts.append(_later(relabelled(kept, scenario, {"phase": k}), name))
     return pa.concat_tables([p.cast(base.schema) for p in parts]) if parts else base.slice(0, 0)
-
-
-def _kept(
-    name: str, base: pa.Table, base_key: pa.ChunkedArray, listed: pa.Array, recent: dict | None
-) -> pa.Table:
-    """``base``'s rows whose key is not ``listed``; from ``recent`` where the last call for this
-    table listed the same keys (one entry per table: what a scenario touches differs from the
-    next scenario's, and a copy of the fleet per scenario would add up)."""
-    if recent is None:
-        return base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
-    wanted = tuple(sorted(listed.to_pylist()))
-    if recent.get(name, (None,))[0] == wanted:
-        return recent[name][1]
-    recent.pop(name, None)  # let the last go before the next is made
-    kept = base.filter(pc.invert(pc.is_in(base_key, value_set=listed)))
-    recent[name] = (wanted, kept)
-    return kept
 
 
 def at_phase_0(name: str, base: pa.Table, touched: pa.Table, scenario: str) -> pa.Table:

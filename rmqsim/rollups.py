@@ -108,6 +108,16 @@ SUMMARY_METRICS_COLUMNS = (
 )
 
 
+# summary's sums of group_metrics' columns: integers, and messages (doubles, added in order).
+SUMMED = ("unassigned_queues", "multi_owned_queues", "shared_queues")
+MESSAGES = (
+    "in_msgs_per_s",
+    "stranded_msgs_per_s",
+    "unowned_msgs_per_s",
+    "duplicated_msgs_per_s",
+    "stranded_backlog",
+)
+
 # What the driver reads of consumer_load: a row per client is the longest table it reads.
 CONSUMER_LOAD_COLUMNS = (
     *RUN,
@@ -131,10 +141,10 @@ def _exact(values: pa.ChunkedArray) -> list[pa.Array]:
     return [pa.array(part, mask=null) for part in parts]
 
 
-def _from_exact(table: pa.Table, name: str, parts: int) -> pa.Array:
-    """The sums of _exact's ``parts`` columns ``{name}{i}``, aggregated as ``{name}{i}_sum``, in
-    msgs/s (null where the rows were)."""
-    sums = [table[f"{name}{i}_sum"] for i in range(parts)]
+def _from_exact(table: pa.Table, name: str) -> pa.Array:
+    """The sums of _exact's parts, columns ``{name}0``, ``{name}1``, ..., in msgs/s (null where
+    the rows were)."""
+    sums = [table[c] for c in table.column_names if c.startswith(name) and c[len(name) :].isdigit()]
     null = pc.is_null(sums[0]).to_numpy(zero_copy_only=False)
     summed = np.stack([pc.fill_null(s, 0).to_numpy(zero_copy_only=False) for s in sums])
     return pa.array(from_sums(summed), mask=null, type=pa.float64())
@@ -165,25 +175,35 @@ def summary(
     ``falling_behind``: where some client has a capacity, falling_behind's table (BEHIND_COLUMNS
     of it, as the stage wrote it): groups_behind counts its groups with a client over capacity.
     Without it, they are counted from consumer_load."""
+    per_group = client_figures(consumer_load)
+    groups = metric_figures(group_metrics.sort_by(in_order(RUN, "topic", "group")), RUN)
+    load = fleet_figures(per_group, behind_figures(per_group, falling_behind), RUN)
+    return summary_of(groups, load, unroutable)
+
+
+def client_figures(consumer_load: pa.Table) -> pa.Table:
+    """Per (scenario, phase, strategy, group), what summary adds up of its clients: counts,
+    integer sums (msgs/s as _exact's parts) and maxima, which add up to the fleet's in any order
+    and so can be taken per group once and reused in every phase that leaves the group as it was."""
     idle = pc.cast(pc.equal(consumer_load["queues"], 0), pa.int64())
     silent = pc.and_(pc.greater(consumer_load["queues"], 0), pc.equal(consumer_load["msgs_per_s"], 0))
-    msgs, growth = _exact(consumer_load["msgs_per_s"]), _exact(consumer_load["lag_growth_msgs_per_s"])
     exact = {
-        **{f"_msgs{i}": part for i, part in enumerate(msgs)},
-        **{f"_growth{i}": part for i, part in enumerate(growth)},
+        **{f"_msgs{i}": part for i, part in enumerate(_exact(consumer_load["msgs_per_s"]))},
+        **{f"_growth{i}": part for i, part in enumerate(_exact(consumer_load["lag_growth_msgs_per_s"]))},
     }
     load = (
-        consumer_load.append_column("_idle", idle)
+        consumer_load.select([*RUN, "group", "queues", "msgs_per_s"])
+        .append_column("_idle", idle)
         .append_column("_silent", pc.cast(silent, pa.int64()))
         .append_column("_over", pc.cast(consumer_load["over_capacity"], pa.int64()))
     )
     for name, part in exact.items():
         load = load.append_column(name, part)
-    load = load.group_by(RUN).aggregate(
+    per_group = load.group_by([*RUN, "group"]).aggregate(
         [
             ("queues", "count"),
+            ("queues", "sum"),
             ("queues", "max"),
-            ("queues", "mean"),
             ("_idle", "sum"),
             ("msgs_per_s", "max"),
             ("_silent", "sum"),
@@ -192,74 +212,104 @@ def summary(
             ("_over", "sum"),
         ]
     )
+    return per_group.rename_columns({c: c.removesuffix("_sum") for c in per_group.column_names})
+
+
+def behind_figures(per_group: pa.Table, falling_behind: pa.Table | None) -> pa.Table:
+    """Per (scenario, phase, strategy, group) behind: falling_behind's rows with a client over
+    capacity (``per_group``: client_figures'; without falling_behind, 1 where a client is over)."""
     if falling_behind is None:
-        behind = consumer_load.filter(pc.fill_null(consumer_load["over_capacity"], False))
-        behind = behind.group_by([*RUN, "group"]).aggregate([])
-    else:
-        behind = falling_behind
-        behind = behind.filter(pc.greater(behind["clients_over_capacity"], 0)).select([*RUN, "group"])
-    behind = behind.group_by(RUN).aggregate([("group", "count")])
-    load = load.join(behind.rename_columns([*RUN, "_behind"]), RUN, join_type="left outer")
-    msgs_mean = pc.divide(_from_exact(load, "_msgs", len(msgs)), pc.cast(load["_msgs0_count"], pa.float64()))
-    load = pa.table(
-        {
-            **{c: load[c] for c in RUN},
-            "consumers": load["queues_count"],
-            "fleet_max_queues": load["queues_max"],
-            "fleet_mean_queues": load["queues_mean"],
-            "fleet_max_over_mean": _max_over_mean(load["queues_max"], load["queues_mean"]),
-            "idle_consumers": load["_idle_sum"],
-            "fleet_max_msgs_per_s": load["msgs_per_s_max"],
-            # null without traffic, as the messages are
-            "clients_without_messages": when(pc.is_valid(load["msgs_per_s_max"]), load["_silent_sum"]),
-            "fleet_msgs_max_over_mean": _max_over_mean(load["msgs_per_s_max"], msgs_mean),
-            # null without capacities, as the figures are
-            "clients_over_capacity": load["_over_sum"],
-            "lag_growth_msgs_per_s": _from_exact(load, "_growth", len(growth)),
-            "groups_behind": when(pc.is_valid(load["_over_sum"]), pc.fill_null(load["_behind"], 0)),
-        }
+        behind = per_group.filter(pc.fill_null(pc.greater(per_group["_over"], 0), False))
+        return behind.select([*RUN, "group"]).append_column("_behind", pa.repeat(1, behind.num_rows))
+    behind = falling_behind.filter(pc.greater(falling_behind["clients_over_capacity"], 0))
+    return (
+        behind.group_by([*RUN, "group"])
+        .aggregate([("group", "count")])
+        .rename_columns({"group_count": "_behind"})
     )
-    summed = ("unassigned_queues", "multi_owned_queues", "shared_queues")
-    messages = (
-        "in_msgs_per_s",
-        "stranded_msgs_per_s",
-        "unowned_msgs_per_s",
-        "duplicated_msgs_per_s",
-        "stranded_backlog",
+
+
+def fleet_figures(per_group: pa.Table, behind: pa.Table, keys: list[str]) -> pa.Table:
+    """client_figures' and behind_figures' rows added up per ``keys``."""
+    exact = [c for c in per_group.column_names if c.startswith(("_msgs", "_growth")) and c[-1].isdigit()]
+    load = per_group.group_by(keys).aggregate(
+        [
+            ("queues_count", "sum"),
+            ("queues", "sum"),
+            ("queues_max", "max"),
+            ("_idle", "sum"),
+            ("msgs_per_s_max", "max"),
+            ("_silent", "sum"),
+            *[(name, "sum") for name in exact],
+            ("_msgs0_count", "sum"),
+            ("_over", "sum"),
+        ]
     )
+    load = load.rename_columns({c: c.removesuffix("_sum").removesuffix("_max") for c in load.column_names})
+    behind = behind.group_by(keys).aggregate([("_behind", "sum")]).rename_columns([*keys, "_behind"])
+    return load.join(behind, keys, join_type="left outer")
+
+
+def metric_figures(group_metrics: pa.Table, keys: list[str]) -> pa.Table:
+    """What summary takes of group_metrics, per ``keys``, its rows added in the order given (sort
+    them: _in_order's)."""
     threw = pc.cast(_thrown(group_metrics["error"]), pa.int64())
-    used = [*RUN, "topic", "group", "queue_count", "max_over_mean", "idle_consumers", *summed, *messages]
+    used = [*keys, "queue_count", "max_over_mean", "idle_consumers", *SUMMED, *MESSAGES]
     groups = (
         group_metrics.select(used)
         .append_column("_threw", threw)
-        .sort_by(_in_order(RUN, "topic", "group"))
-        .group_by(RUN, use_threads=False)
+        .group_by(keys, use_threads=False)
         .aggregate(
             [
                 ("queue_count", "count"),
                 ("queue_count", "sum"),
                 ("max_over_mean", "max"),
                 ("idle_consumers", "sum"),
-                *[(c, "sum") for c in (*summed, *messages)],
+                *[(c, "sum") for c in (*SUMMED, *MESSAGES)],
                 ("_threw", "sum"),
             ]
         )
     )
-    groups = pa.table(
+    return pa.table(
         {
-            **{c: groups[c] for c in RUN},
+            **{c: groups[c] for c in keys},
             "groups": groups["queue_count_count"],
             "queues": groups["queue_count_sum"],
             "worst_group_max_over_mean": groups["max_over_mean_max"],
             "idle_in_a_topic": groups["idle_consumers_sum"],
-            **{c: groups[f"{c}_sum"] for c in (*summed, *messages)},
+            **{c: groups[f"{c}_sum"] for c in (*SUMMED, *MESSAGES)},
             "groups_with_errors": groups["_threw_sum"],
+        }
+    )
+
+
+def summary_of(groups: pa.Table, load: pa.Table, unroutable: pa.Table | None) -> pa.Table:
+    """summary's rows from metric_figures' and fleet_figures' per RUN."""
+    count = pc.cast(load["queues_count"], pa.float64())
+    mean = when(pc.greater(load["queues_count"], 0), pc.divide(pc.cast(load["queues"], pa.float64()), count))
+    msgs_mean = pc.divide(_from_exact(load, "_msgs"), pc.cast(load["_msgs0_count"], pa.float64()))
+    load = pa.table(
+        {
+            **{c: load[c] for c in RUN},
+            "consumers": load["queues_count"],
+            "fleet_max_queues": load["queues_max"],
+            "fleet_mean_queues": mean,
+            "fleet_max_over_mean": _max_over_mean(load["queues_max"], mean),
+            "idle_consumers": load["_idle"],
+            "fleet_max_msgs_per_s": load["msgs_per_s_max"],
+            # null without traffic, as the messages are
+            "clients_without_messages": when(pc.is_valid(load["msgs_per_s_max"]), load["_silent"]),
+            "fleet_msgs_max_over_mean": _max_over_mean(load["msgs_per_s_max"], msgs_mean),
+            # null without capacities, as the figures are
+            "clients_over_capacity": load["_over"],
+            "lag_growth_msgs_per_s": _from_exact(load, "_growth"),
+            "groups_behind": when(pc.is_valid(load["_over"]), pc.fill_null(load["_behind"], 0)),
         }
     )
     out = groups.join(load, RUN, join_type="full outer")
     if unroutable is not None:
         per_phase = (
-            unroutable.sort_by(_in_order(["scenario", "phase", "topic"]))
+            unroutable.sort_by(in_order(["scenario", "phase", "topic"]))
             .group_by(["scenario", "phase"], use_threads=False)
             .aggregate([("unroutable_msgs_per_s", "sum")])
             .rename_columns({"unroutable_msgs_per_s_sum": "unroutable_msgs_per_s"})
@@ -329,7 +379,7 @@ def allocation_rejects(group_routes: pa.Table, group_metrics: pa.Table) -> pa.Ta
     return conformed(rejects.sort_by([("row", "ascending"), ("reason", "ascending")]), schemas.REJECTS)
 
 
-def _in_order(*columns) -> list[tuple[str, str]]:
+def in_order(*columns) -> list[tuple[str, str]]:
     """Sort keys that fix the order of a float sum: the same rows always add up to the same bits,
     however the tasks that wrote them were split."""
     names = [c for part in columns for c in ([part] if isinstance(part, str) else part)]
@@ -409,7 +459,7 @@ def _with_handovers(compared: pa.Table, handover: pa.Table | None) -> pa.Table:
     if handover is None:
         return _nulls(compared, names)
     sums = (
-        handover.sort_by(_in_order(SCENARIO_STRATEGY, "to_phase", "topic", "group"))
+        handover.sort_by(in_order(SCENARIO_STRATEGY, "to_phase", "topic", "group"))
         .group_by(SCENARIO_STRATEGY, use_threads=False)
         .aggregate([*[(c, "sum") for c in HANDOVER_SUMS], ("max_pause_s", "max")])
         .rename_columns({**{f"{c}_sum": c for c in HANDOVER_SUMS}, "max_pause_s_max": "max_pause_s"})
