@@ -109,7 +109,9 @@ class _Rolling:
         # The recommendation weighs each group's load: phase 0's taken once.
         self.load = None if base.movement is None else rollups.group_load(base.consumer_load)
         self.advised = [] if self.load is None else [_untouched(base, self.load, touched.slice(0, 0))]
-        self.pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []  # rows not in a part yet
+        self.pending: list[
+            tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]
+        ] = []  # rows not in a part yet
 
     def summarised(self, scenario: str, rows: Written) -> tuple[pa.Table, list[pa.Table]]:
         """A scenario's summary rows and split_brain parts: its later phases' from phase 0's
@@ -204,7 +206,7 @@ class _Rolled:
     brains: list[pa.Table]
     thrown: pa.Table
     comparison: pa.Table | None = None
-    advised: tuple[pa.Table, pa.Table, pa.Table] | None = None
+    advised: tuple[pa.Table, pa.Table, pa.Table, pa.Table | None] | None = None
 
 
 def _thrown(written: Written) -> pa.Table:
@@ -230,10 +232,10 @@ def _untouched(base: Written, load: pa.Table, nothing: pa.Table) -> recommendati
 
 def _touched_rows(
     base: Written, load: pa.Table, rows: Written, touched: pa.Table, scenario: str
-) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """What the recommendation reads of ``scenario`` (group_metrics, group loads, movement): the
-    rows it wrote, with phase 0's rows of what it touched as its phase 0 (module doc). ``load``:
-    phase 0's group loads."""
+) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]:
+    """What the recommendation reads of ``scenario`` (group_metrics, group loads, movement,
+    handover): the rows it wrote, with phase 0's rows of what it touched as its phase 0 (module
+    doc). ``load``: phase 0's group loads."""
     mine = touched.filter(pc.equal(touched["scenario"], scenario))
 
     def with_phase_0(name: str, at_0: pa.Table, written: pa.Table) -> pa.Table:
@@ -242,13 +244,15 @@ def _touched_rows(
 
     metrics = with_phase_0("group_metrics", base.group_metrics, rows.group_metrics)
     loads = with_phase_0("consumer_load", load, rollups.group_load(rows.consumer_load))
-    return metrics, loads, rows.movement
+    return metrics, loads, rows.movement, rows.handover
 
 
-def _part(rows: list[tuple[pa.Table, pa.Table, pa.Table]]) -> recommendation.Part:
+def _part(rows: list[tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]]) -> recommendation.Part:
     """One part over several scenarios' rows (_touched_rows): each costs a few fixed-cost Arrow
     plans, whatever its rows."""
-    return recommendation.part(*(pa.concat_tables([r[i] for r in rows]) for i in range(3)))
+    handovers = [r[3] for r in rows if r[3] is not None]
+    handover = pa.concat_tables(handovers) if handovers else None
+    return recommendation.part(*(pa.concat_tables([r[i] for r in rows]) for i in range(3)), handover)
 
 
 def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:
@@ -267,7 +271,7 @@ def _of(tables: Written, *, stale_views: bool, recommend: bool) -> Rollups:
     advice = None
     if recommend:
         load = rollups.group_load(tables.consumer_load)
-        advice = recommendation.recommendation(tables.group_metrics, load, tables.movement)
+        advice = recommendation.recommendation(tables.group_metrics, load, tables.movement, tables.handover)
     exposure = rollups.exposure(brain) if stale_views and recommend else None
     return Rollups(summary, comparison, advice, brain, exposure)
 

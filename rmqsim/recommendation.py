@@ -22,6 +22,8 @@ from rmqsim.rollups import conformed, stranded_more, when
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
 
 GROUP_STRATEGY = ["group", "strategy"]
+# Per (group, strategy): the messages its hand-overs delayed or read twice (_deploy).
+DEPLOY = pa.schema([("group", pa.string()), ("strategy", pa.string()), ("deploy_msgs", pa.int64())])
 # A run: one (topic, group) in one phase of one scenario, over the strategies.
 RUN = ["group", "scenario", "phase", "topic"]
 # group_metrics' figures of the snapshot (phase 0): the most of them, and the sum of these.
@@ -39,10 +41,16 @@ MERGED = {
     ],
     "load": [("worst_max_over_mean", "max"), ("over_capacity", "max")],
     "moves": [("moved", "sum")],
+    "deploy": [("deploy_msgs", "sum")],
     "needed": [("clients_needed", "max")],
     "stranded": [("most_stranded_msgs_per_s", "max"), ("most_stranded_backlog", "max"), ("advice", "max")],
 }
-KEYS = {"per_strategy": GROUP_STRATEGY, "load": GROUP_STRATEGY, "moves": GROUP_STRATEGY}
+KEYS = {
+    "per_strategy": GROUP_STRATEGY,
+    "load": GROUP_STRATEGY,
+    "moves": GROUP_STRATEGY,
+    "deploy": GROUP_STRATEGY,
+}
 
 
 @dataclass(frozen=True)
@@ -52,13 +60,16 @@ class Part:
     per_strategy: pa.Table  # per (group, strategy): rows, rows blamed, the snapshot's figures, scenarios
     load: pa.Table  # per (group, strategy): the worst balance, and whether a client is over capacity
     moves: pa.Table  # per (group, strategy): the queues moved over the steps
+    deploy: pa.Table  # per (group, strategy) with a hand-over: the messages they delayed or read twice
     needed: pa.Table  # per group: the clients it needs in the snapshot
     stranded: pa.Table  # per group: the most a later phase strands, and the advice
 
 
-def part(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) -> Part:
+def part(
+    group_metrics: pa.Table, load: pa.Table, movement: pa.Table, handover: pa.Table | None = None
+) -> Part:
     """The figures of every scenario in these rows (``load``: rollups.group_load's; ``movement``:
-    its steps are the rows from a phase to the next)."""
+    its steps are the rows from a phase to the next; ``handover``: handover/'s rows, if any)."""
     snapshot = group_metrics.filter(pc.equal(group_metrics["phase"], 0))
     counted = group_metrics.group_by(GROUP_STRATEGY).aggregate(
         [("group", "count", pc.CountOptions(mode="all")), ("scenario", "count_distinct")]
@@ -87,9 +98,23 @@ def part(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) -> Part:
             {"max_over_mean_max": "worst_max_over_mean", "over_capacity_max": "over_capacity"}
         ),
         moves.rename_columns({"moved_sum": "moved"}),
+        _deploy(handover),
         needed.rename_columns({"clients_needed_max": "clients_needed"}),
         _stranded_per_group(group_metrics),
     )
+
+
+def _deploy(handover: pa.Table | None) -> pa.Table:
+    """Per (group, strategy) with a hand-over (section 2e): the messages delayed and read twice,
+    each row's rounded to whole messages so that the sums are integers, the same in any order."""
+    if handover is None:
+        return DEPLOY.empty_table()
+    msgs = pc.add(handover["msgs_delayed"], handover["msgs_read_twice"]).to_numpy(zero_copy_only=False)
+    rows = handover.select(GROUP_STRATEGY).append_column(
+        "deploy_msgs", pa.array(np.round(msgs).astype(np.int64))
+    )
+    summed = rows.group_by(GROUP_STRATEGY).aggregate([("deploy_msgs", "sum")])
+    return summed.rename_columns({"deploy_msgs_sum": "deploy_msgs"}).select(DEPLOY.names).cast(DEPLOY)
 
 
 def _blamed(group_metrics: pa.Table) -> pa.Table:
@@ -164,14 +189,33 @@ def merged(parts: Iterable[Part]) -> pa.Table:
         _best_per_group(per_strategy)
         .join(whole.stranded, "group", join_type="left outer")
         .join(_keeps_up(whole.needed, per_strategy), "group", join_type="left outer")
+        .join(_cheapest_deploy(per_strategy, whole.deploy), "group", join_type="left outer")
         .sort_by("group"),
         schemas.RECOMMENDATION,
     )
 
 
-def recommendation(group_metrics: pa.Table, load: pa.Table, movement: pa.Table) -> pa.Table:
+def recommendation(
+    group_metrics: pa.Table, load: pa.Table, movement: pa.Table, handover: pa.Table | None = None
+) -> pa.Table:
     """The recommendation over these rows, as one part."""
-    return merged([part(group_metrics, load, movement)])
+    return merged([part(group_metrics, load, movement, handover)])
+
+
+def _cheapest_deploy(per_strategy: pa.Table, deploy: pa.Table) -> pa.Table:
+    """Per group whose queues some step hands over: of the strategies that may win, the one whose
+    hand-overs delay or read twice the fewest messages (one without a hand-over: none), ties by
+    the fewest moves, then the name."""
+    handed = deploy.group_by("group").aggregate([])
+    rows = per_strategy.filter(per_strategy["eligible"]).join(
+        handed.append_column("_handed", pa.repeat(True, handed.num_rows)), "group", join_type="inner"
+    )
+    rows = rows.join(deploy, GROUP_STRATEGY, join_type="left outer")
+    rows = rows.set_column(
+        rows.schema.get_field_index("deploy_msgs"), "deploy_msgs", pc.fill_null(rows["deploy_msgs"], 0)
+    )
+    best = _firsts(rows, ["deploy_msgs", "moved", "strategy"]).select(["group", "strategy", "deploy_msgs"])
+    return best.rename_columns({"strategy": "cheapest_deploy", "deploy_msgs": "cheapest_deploy_msgs"})
 
 
 def _eligible(per_strategy: pa.Table) -> pa.Table:

@@ -628,6 +628,9 @@ HANDOVER = StructType(
         StructField("msgs_delayed", DOUBLE, False),  # 0 without traffic
         StructField("msgs_read_twice", DOUBLE, False),
         StructField("settled_after_s", DOUBLE, False),  # from the event to the last start or stop
+        # each time one of those queues went unread: from, until (seconds from the scenario's start)
+        StructField("unread_from_s", ArrayType(DOUBLE, False), False),
+        StructField("unread_until_s", ArrayType(DOUBLE, False), False),
     ]
 )
 
@@ -731,6 +734,10 @@ RECOMMENDATION = StructType(
         StructField("clients_needed", LONG, True),
         StructField("keeps_up", STRING, True),
         StructField("keeps_up_moved", LONG, True),
+        # Section 2e, null where no step hands the group's queues over: the strategy whose
+        # hand-overs delay or read twice the fewest messages over every step, and those messages.
+        StructField("cheapest_deploy", STRING, True),
+        StructField("cheapest_deploy_msgs", LONG, True),
     ]
 )
 

@@ -145,6 +145,8 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
         "sms-sender-to-pop",
         "designate-risk-engine",
         "orders-peak",
+        "pay-consumer-rolling-deploy",
+        "order-consumer-host-lost",
     )
     for scenario in scenarios:
         assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario

@@ -55,6 +55,8 @@ def test_a_graceful_leave_hands_two_queues_over_with_the_first_pull_delay(spark,
     assert row["queues_handed_over"] == 2 and row["queues_paused"] == 2
     assert (row["pause_s"], row["max_pause_s"], row["overlap_s"]) == (1.0, 0.5, 0.0)
     assert (row["msgs_delayed"], row["msgs_read_twice"], row["settled_after_s"]) == (10.0, 0.0, 0.5)
+    # q2 and q3, in mqAll order, each unread from 600 until 600.5
+    assert (row["unread_from_s"], row["unread_until_s"]) == ([600.0, 600.0], [600.5, 600.5])
     (compared,) = run.result.comparison
     assert (compared["queues_handed_over"], compared["pause_s"], compared["msgs_delayed"]) == (2, 1.0, 10.0)
 
@@ -80,6 +82,8 @@ def test_a_crash_without_its_connection_closing_waits_for_the_host_loss_then_rer
     assert row["msgs_delayed"] == pytest.approx(2 * PER_QUEUE * pause)
     assert row["msgs_read_twice"] == pytest.approx(2 * PER_QUEUE * (5 - kappa))
     assert row["overlap_s"] == 0.0 and row["settled_after_s"] == pytest.approx(pause)
+    assert row["unread_from_s"] == [100.0, 100.0]  # from the crash until c1 pulls
+    assert row["unread_until_s"] == pytest.approx([100 + pause] * 2)
 
 
 def test_an_orderly_crash_waits_for_the_lock_and_a_join_moves_one_queue(spark, tmp_path) -> None:
@@ -104,6 +108,8 @@ def test_an_orderly_crash_waits_for_the_lock_and_a_join_moves_one_queue(spark, t
         0.0,
     )
     assert (crash["queues_handed_over"], crash["pause_s"], crash["overlap_s"]) == (1, 60.0, 0.0)
+    assert (join["unread_from_s"], join["unread_until_s"]) == ([600.0], [600.5])
+    assert (crash["unread_from_s"], crash["unread_until_s"]) == ([1200.0], [1260.0])
     assert crash["msgs_delayed"] == 600.0
     kappa = 5 * u(0, "commit", C3)  # c3's last commit at or before 1200 = 240 x 5: kappa + 1195
     assert crash["msgs_read_twice"] == pytest.approx(PER_QUEUE * (5 - kappa))

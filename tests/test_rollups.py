@@ -116,7 +116,22 @@ def test_the_recommendation_breaks_ties_and_passes_over_a_strategy_that_alone_th
             *[("h", st, 0, 1, 0, None) for st in "ABC"],
         ]
     )
-    out = {r["group"]: r for r in recommendation.recommendation(metrics, load, movement).to_pylist()}
+    # g's hand-overs: A delays 10.4 msgs in two rows (10.2 -> 10, 0.2 -> 0: whole messages per row)
+    # and reads 3 twice; B delays 30; C delays 1 but threw, so it may not win; h has none.
+    handover = pa.table(
+        {
+            "group": ["g", "g", "g", "g"],
+            "strategy": ["A", "A", "B", "C"],
+            "msgs_delayed": [10.2, 0.2, 30.0, 1.0],
+            "msgs_read_twice": [3.0, 0.0, 0.0, 0.0],
+        }
+    )
+    out = {
+        r["group"]: r for r in recommendation.recommendation(metrics, load, movement, handover).to_pylist()
+    }
+    # g: A (10 + 3 = 13 messages) costs a deploy less than B (30); h: no hand-over, no figure.
+    assert (out["g"]["cheapest_deploy"], out["g"]["cheapest_deploy_msgs"]) == ("A", 13)
+    assert (out["h"]["cheapest_deploy"], out["h"]["cheapest_deploy_msgs"]) == (None, None)
     # g: A and B tie on 1.333; B moved 1 queue, A 2: B is best balanced and moves fewest.
     assert (out["g"]["best_balance"], out["g"]["best_max_over_mean"]) == ("B", 1.333)
     assert (out["g"]["fewest_moves"], out["g"]["fewest_moved"]) == ("B", 1)

@@ -49,13 +49,14 @@ class Queues:
 @dataclass(frozen=True)
 class Costs:
     """Per queue: seconds unread and read twice from the event on, seconds until settled, and the
-    messages those cost."""
+    messages those cost; per time a queue went unread (``unread``): the queue, from, until."""
 
     pause_s: np.ndarray
     overlap_s: np.ndarray
     settled_after_s: np.ndarray
     msgs_delayed: np.ndarray
     msgs_read_twice: np.ndarray
+    unread: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def costs(r: Readers, q: Queues) -> Costs:
@@ -88,7 +89,8 @@ def costs(r: Readers, q: Queues) -> Costs:
     )
     last = np.r_[queue[1:] != queue[:-1], True]
     length = np.where(last, 0.0, np.r_[at[1:], 0.0] - at)
-    pause = np.bincount(queue, weights=length * (readers == 0), minlength=n)
+    unread = (readers == 0) & (length > 0)
+    pause = np.bincount(queue, weights=length * unread, minlength=n)
     crowded = readers > np.maximum(n_before, n_after)[queue]
     overlap = np.bincount(queue, weights=length * crowded, minlength=n)
     settled = at[last] - q.event  # the last start or stop, or the event itself
@@ -101,4 +103,5 @@ def costs(r: Readers, q: Queues) -> Costs:
         settled,
         q.inflow * pause,
         q.inflow * (overlap + uncommitted),
+        (queue[unread], at[unread], at[unread] + length[unread]),
     )

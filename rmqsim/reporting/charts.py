@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from rmqsim.reporting import results, text
+from rmqsim.scenarios.parse import ELEMENT
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Charts:
     capacity: tuple[tuple[str, Path], ...] = ()
     # With sweeps (section 2f): each sweep's worst elements.
     sweep: Path | None = None
+    # With hand-overs that leave queues unread (section 2e): per scenario, those queues over time.
+    unread: Path | None = None
 
 
 def _panels(count: int, height: float) -> tuple[Figure, list[Axes]]:
@@ -253,6 +256,25 @@ def exposure_figure(exposure: pd.DataFrame) -> Figure:
     return fig
 
 
+def unread_figure(unread: pd.DataFrame) -> Figure:
+    """Per scenario of ``unread`` (results.unread_over_time), a line per strategy: how many queues
+    no client reads, over the seconds since the scenario began."""
+    scenarios = sorted(unread.scenario.unique())
+    fig, axes = _panels(len(scenarios), 2.4)
+    for ax, scenario in zip(axes, scenarios):
+        rows = unread[unread.scenario == scenario]
+        for strategy, line in rows.groupby("strategy", sort=True):
+            # from nothing unread before the first hand-over, a step at each change
+            t = [line.t_s.iloc[0], *line.t_s]
+            ax.step(t, [0, *line.queues_unread], where="post", label=strategy, linewidth=1.2)
+        ax.set_xlabel("seconds since the scenario began")
+        ax.set_ylabel("queues unread")
+        ax.legend(fontsize=7, ncol=4)
+        ax.set_title(f"{scenario}: queues no client reads while they are handed over", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 SWEEP_ELEMENTS = 10  # elements per sweep chart, the worst first
 
 
@@ -311,7 +333,13 @@ def write_charts(run: str, *, group: str | None = None, scenario: str | None = N
         messages = _save(load_figure(load, **where, value="msgs_per_s"), out / f"messages_{name}")
         stranded = _save(stranded_figure(tables.comparison), out / "stranded_per_scenario.png")
     capacity = _capacity_charts(tables, out)
-    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded, capacity, swept)
+    timeline = results.unread_over_time(run)
+    if timeline is not None:  # the scenarios of the file, not a sweep's elements
+        timeline = timeline[~timeline.scenario.str.contains(ELEMENT, regex=False)]
+    unread = None
+    if timeline is not None and not timeline.empty:
+        unread = _save(unread_figure(timeline), out / "unread_over_time.png")
+    return Charts(moved, path, chosen.group, chosen.scenario, messages, stranded, capacity, swept, unread)
 
 
 # Groups per capacity chart: a fleet can have thousands with capacities; the worst are shown.

@@ -381,6 +381,9 @@ def chart_images(charts: Charts) -> list[tuple[str, bytes]]:
                 charts.stranded.read_bytes(),
             )
         )
+    if charts.unread is not None:
+        caption = "Queues no client reads while they are handed over, per scenario and strategy, over time"
+        images.append((caption, charts.unread.read_bytes()))
     return images
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -163,6 +164,32 @@ def _most_exposed_first(exposure: pd.DataFrame | None) -> pd.DataFrame | None:
         return None
     order = exposure.sort_values(["scenario", "at_risk_fraction", "strategy"], ascending=[True, False, True])
     return order.reset_index(drop=True)
+
+
+def unread_over_time(run: str | Path) -> pd.DataFrame | None:
+    """Per (scenario, strategy), the queues no client reads over time, from handover/'s unread
+    times: a row per time that count changes (``t_s``, seconds from the scenario's start), with
+    the count from then on (``queues_unread``). None where no queue went unread."""
+    handover = load_table_arrow(run, "handover", ["scenario", "strategy", "unread_from_s", "unread_until_s"])
+    if (
+        handover is None
+        or not pc.sum(pc.fill_null(pc.list_value_length(handover["unread_from_s"]), 0)).as_py()
+    ):
+        return None
+    row = pc.list_parent_indices(handover["unread_from_s"])
+    starts = pc.list_flatten(handover["unread_from_s"]).to_numpy()
+    ends = pc.list_flatten(handover["unread_until_s"]).to_numpy()
+    changes = pd.DataFrame(
+        {
+            "scenario": np.tile(handover["scenario"].take(row).to_numpy(zero_copy_only=False), 2),
+            "strategy": np.tile(handover["strategy"].take(row).to_numpy(zero_copy_only=False), 2),
+            "t_s": np.concatenate([starts, ends]),
+            "step": np.repeat([1, -1], len(starts)),
+        }
+    )
+    out = changes.groupby(["scenario", "strategy", "t_s"], as_index=False).step.sum()
+    out["queues_unread"] = out.groupby(["scenario", "strategy"]).step.cumsum()
+    return out.drop(columns="step")
 
 
 def moved_per_step(run: str | Path) -> pd.DataFrame | None:

@@ -124,6 +124,8 @@ RECOMMENDATION_COLUMNS = (
     ("best_max_over_mean", "its worst max/mean"),
     ("fewest_moves", "fewest moves"),
     ("fewest_moved", "its queues moved"),
+    ("cheapest_deploy", "cheapest hand-overs"),
+    ("cheapest_deploy_msgs", "its msgs delayed or read twice"),
     ("consumers", "consumers"),
     ("useful_consumers", "useful (<= queues)"),
     ("pop_share_queue_num", "POP share"),
@@ -136,7 +138,8 @@ RECOMMENDATION_COLUMNS = (
 
 
 def format_recommendation(rows: Sequence[Mapping[str, object]], groups: int | None = None) -> str:
-    """Per group, over the scenarios run: which strategy balances best and which moves least;
+    """Per group, over the scenarios run: which strategy balances best, which moves least and whose
+    hand-overs cost the fewest messages;
     then, for each group a scenario strands messages of, the advice. ``groups``: how many the
     run recommends for, where ``rows`` are the first of them."""
     text = "recommendation, over every scenario and phase run\n" + format_table(rows, RECOMMENDATION_COLUMNS)

@@ -213,5 +213,17 @@ def _summed(rows: pa.RecordBatch, p: Paired, pair: np.ndarray, c, event: _Events
         pa.array(total(c.msgs_delayed), type=pa.float64()),
         pa.array(total(c.msgs_read_twice), type=pa.float64()),
         pa.array(settled, type=pa.float64()),
+        *_unread(c.unread, slot, n),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=HANDOVER_ARROW)
+
+
+def _unread(unread: tuple[np.ndarray, np.ndarray, np.ndarray], slot: np.ndarray, n: int) -> list[pa.Array]:
+    """Per row (``slot``: each handed-over queue's), the times its queues went unread, from and
+    until, in mqAll order."""
+    queue, start, end = unread
+    offsets = pa.array(np.searchsorted(slot[queue], np.arange(n + 1)).astype(np.int32))
+    kind = HANDOVER_ARROW.field("unread_from_s").type
+    return [
+        pa.ListArray.from_arrays(offsets, pa.array(t, type=pa.float64()), type=kind) for t in (start, end)
+    ]
