@@ -99,6 +99,7 @@ def test_without_capacities_the_same_charts_as_before(capacity_run, plain_run) -
         f"load_{written.scenario}_{written.group}.png",
         f"messages_{written.scenario}_{written.group}.png",
         "stranded_per_scenario.png",
+        "unread_over_time.png",  # the join hands queues over: each unread until its first pull
     }
     charts.write_charts(str(capacity_run))
     with_capacities = {p.name for p in (capacity_run / "charts").iterdir()}
