@@ -66,6 +66,7 @@ def summary(
     touched/'s rows of ``scenario``; ``unroutable``: its unroutable rows of every phase, whole (None:
     no traffic)."""
     groups, loads = [], []
+    rest: tuple[tuple[str, ...], tuple[pa.Table, pa.Table]] | None = None  # _untouched's, by its groups
     for k in range(1, last + 1):
         mine = touched.filter(pc.equal(touched["phase"], k))
         at = {"scenario": scenario, "phase": k}
@@ -76,12 +77,18 @@ def summary(
             None if falling_behind is None else falling_behind.filter(pc.equal(falling_behind["phase"], k))
         )
         per_group = rollups.client_figures(load)
-        listed = pc.unique(mine["group"])
+        listed = pc.unique(pc.drop_null(mine["group"]))
+        names = tuple(sorted(listed.to_pylist()))
+        if rest is None or rest[0] != names:  # a rolling restart's phases all touch one group
+            rest = (names, _untouched(at_0, listed))
+        fleet, behind_of = rest[1]
+        own = _by_group(per_group).select(fleet.column_names).cast(fleet.schema)
+        own_behind = rollups.behind_figures(per_group, behind).select(behind_of.column_names)
         loads.append(
             _labelled(
                 rollups.fleet_figures(
-                    _with(at_0.per_group, per_group, listed),
-                    _with(at_0.behind, rollups.behind_figures(per_group, behind), listed),
+                    pa.concat_tables([fleet, own]),
+                    pa.concat_tables([behind_of, own_behind.cast(behind_of.schema)]),
                     ["strategy"],
                 ),
                 at,
@@ -121,10 +128,17 @@ def _dropped(at_0: Phase0, mine: pa.Table) -> np.ndarray:
     return np.isin(at_0.pair, pairs)
 
 
-def _with(at_0: pa.Table, own: pa.Table, listed: pa.Array) -> pa.Table:
-    """Per-group figures of a phase: phase 0's (``at_0``) but the groups ``listed``, and its own."""
-    kept = at_0.filter(pc.invert(pc.is_in(at_0["group"], value_set=listed)))
-    return pa.concat_tables([kept, _by_group(own).cast(kept.schema)])
+def _untouched(at_0: Phase0, listed: pa.Array) -> tuple[pa.Table, pa.Table]:
+    """Phase 0's client and behind figures of every group but those ``listed``, added up per
+    strategy in the shape of a group's: fleet_figures takes sums and maxima, so these with a
+    phase's own groups add up to the figures of all its groups."""
+
+    def without(table: pa.Table) -> pa.Table:
+        return table.filter(pc.invert(pc.is_in(table["group"], value_set=listed)))
+
+    summed = rollups.fleet_figures(without(at_0.per_group), without(at_0.behind), ["strategy"])
+    load = [c for c in at_0.per_group.column_names if c != "group"]
+    return summed.select(load), summed.select(["strategy", "_behind"])
 
 
 def _by_group(table: pa.Table) -> pa.Table:
