@@ -25,10 +25,15 @@ from rmqsim import phase_summary, phases, recommendation, rollups
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
-TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")  # rebuilt ones
-REBUILT = ("movement", "unroutable")  # the tables rebuilt whole: the rest are summed by phase_summary
+# Written's tables of which later phases hold what changed, and of those the ones rebuilt whole (the
+# rest are summed by phase_summary).
+TABLES = ("group_metrics", "consumer_load", "falling_behind", "movement", "unroutable")
+REBUILT = ("movement", "unroutable")
 SPLIT = (*TABLES, "handover")  # Written's
 UNTOUCHED = f"{ELEMENT}untouched"  # no scenario has this name: ELEMENT is refused in names
+# What the recommendation reads of a scenario (_touched_rows): group_metrics, group loads, movement
+# and handover (None: none written).
+Advised = tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]
 # The recommendation's rows of this many fleets' group_metrics make one part.
 PART_ROWS = 2
 
@@ -109,9 +114,7 @@ class _Rolling:
         # The recommendation weighs each group's load: phase 0's taken once.
         self.load = None if base.movement is None else rollups.group_load(base.consumer_load)
         self.advised = [] if self.load is None else [_untouched(base, self.load, touched.slice(0, 0))]
-        self.pending: list[
-            tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]
-        ] = []  # rows not in a part yet
+        self.pending: list[Advised] = []  # rows not in a part yet
 
     def summarised(self, scenario: str, rows: Written) -> tuple[pa.Table, list[pa.Table]]:
         """A scenario's summary rows and split_brain parts: its later phases' from phase 0's
@@ -134,10 +137,11 @@ class _Rolling:
             last,
             unroutable,
         )
-        summary = pa.concat_tables([_named(self.at_0, scenario).summary, later])
+        at_0 = _named(self.at_0, scenario)
+        summary = pa.concat_tables([at_0.summary, later])
         if not self.stale_views:
             return summary, []
-        return summary, [_named(self.at_0, scenario).split_brain, *self._brains(scenario, rows, mine, last)]
+        return summary, [at_0.split_brain, *self._brains(scenario, rows, mine, last)]
 
     def _brains(self, scenario: str, rows: Written, mine: pa.Table, last: int) -> list[pa.Table]:
         """split_brain's rows of each later phase: phase 0's where untouched, and the scenario's own."""
@@ -206,7 +210,7 @@ class _Rolled:
     brains: list[pa.Table]
     thrown: pa.Table
     comparison: pa.Table | None = None
-    advised: tuple[pa.Table, pa.Table, pa.Table, pa.Table | None] | None = None
+    advised: Advised | None = None
 
 
 def _thrown(written: Written) -> pa.Table:
@@ -230,9 +234,7 @@ def _untouched(base: Written, load: pa.Table, nothing: pa.Table) -> recommendati
     )
 
 
-def _touched_rows(
-    base: Written, load: pa.Table, rows: Written, touched: pa.Table, scenario: str
-) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]:
+def _touched_rows(base: Written, load: pa.Table, rows: Written, touched: pa.Table, scenario: str) -> Advised:
     """What the recommendation reads of ``scenario`` (group_metrics, group loads, movement,
     handover): the rows it wrote, with phase 0's rows of what it touched as its phase 0 (module
     doc). ``load``: phase 0's group loads."""
@@ -247,7 +249,7 @@ def _touched_rows(
     return metrics, loads, rows.movement, rows.handover
 
 
-def _part(rows: list[tuple[pa.Table, pa.Table, pa.Table, pa.Table | None]]) -> recommendation.Part:
+def _part(rows: list[Advised]) -> recommendation.Part:
     """One part over several scenarios' rows (_touched_rows): each costs a few fixed-cost Arrow
     plans, whatever its rows."""
     handovers = [r[3] for r in rows if r[3] is not None]

@@ -22,7 +22,6 @@ from rmqsim import rollups
 from rmqsim.arrays import combined
 
 ORDER = ["strategy", "topic", "group"]  # summary's order of a phase's group_metrics rows
-METRICS = ("error", "queue_count", "max_over_mean", "idle_consumers", *rollups.SUMMED, *rollups.MESSAGES)
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Phase0:
 
 def phase_0(group_metrics: pa.Table, consumer_load: pa.Table, falling_behind: pa.Table | None) -> Phase0:
     """Phase 0's figures, from its rows as written (one scenario, one phase)."""
-    metrics = group_metrics.select([*ORDER, *METRICS]).sort_by(rollups.in_order(ORDER))
+    metrics = group_metrics.select([*ORDER, "error", *rollups.FIGURED]).sort_by(rollups.in_order(ORDER))
     names = {c: _sorted_unique(metrics[c]) for c in ORDER}
     codes = [_codes(metrics[c], names[c]) for c in ORDER]
     per_group = rollups.client_figures(consumer_load)

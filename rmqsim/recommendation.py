@@ -207,9 +207,7 @@ def _cheapest_deploy(per_strategy: pa.Table, deploy: pa.Table) -> pa.Table:
     hand-overs delay or read twice the fewest messages (one without a hand-over: none), ties by
     the fewest moves, then the name."""
     handed = deploy.group_by("group").aggregate([])
-    rows = per_strategy.filter(per_strategy["eligible"]).join(
-        handed.append_column("_handed", pa.repeat(True, handed.num_rows)), "group", join_type="inner"
-    )
+    rows = per_strategy.filter(per_strategy["eligible"]).join(handed, "group", join_type="inner")
     rows = rows.join(deploy, GROUP_STRATEGY, join_type="left outer")
     rows = rows.set_column(
         rows.schema.get_field_index("deploy_msgs"), "deploy_msgs", pc.fill_null(rows["deploy_msgs"], 0)

@@ -117,6 +117,8 @@ MESSAGES = (
     "duplicated_msgs_per_s",
     "stranded_backlog",
 )
+# What metric_figures adds up of group_metrics, besides the keys it is given and error.
+FIGURED = ("queue_count", "max_over_mean", "idle_consumers", *SUMMED, *MESSAGES)
 
 # What the driver reads of consumer_load: a row per client is the longest table it reads.
 CONSUMER_LOAD_COLUMNS = (
@@ -252,11 +254,10 @@ def fleet_figures(per_group: pa.Table, behind: pa.Table, keys: list[str]) -> pa.
 
 def metric_figures(group_metrics: pa.Table, keys: list[str]) -> pa.Table:
     """What summary takes of group_metrics, per ``keys``, its rows added in the order given (sort
-    them: _in_order's)."""
+    them: in_order's)."""
     threw = pc.cast(_thrown(group_metrics["error"]), pa.int64())
-    used = [*keys, "queue_count", "max_over_mean", "idle_consumers", *SUMMED, *MESSAGES]
     groups = (
-        group_metrics.select(used)
+        group_metrics.select([*keys, *FIGURED])
         .append_column("_threw", threw)
         .group_by(keys, use_threads=False)
         .aggregate(
