@@ -24,11 +24,13 @@ Seconds = np.ndarray | float  # per client, or one for all
 
 def unit(seeds: Sequence[int], salt: str, client_ids: Sequence[str]) -> np.ndarray:
     """U(salt, c) per client, each with its scenario's seed: a fraction in [0, 1)."""
-    out = np.empty(len(client_ids), dtype=np.float64)
-    for i, (seed, c) in enumerate(zip(seeds, client_ids)):  # hashlib has no vector form: few clients
-        digest = hashlib.blake2b(f"{seed}:{salt}:{c}".encode(), digest_size=8).digest()
-        out[i] = int.from_bytes(digest, "big") / 2**64
-    return out
+    # hashlib has no vector form: one call per client, the digests read at once as big-endian
+    # integers (numpy's uint64 to double rounds as Python's int / 2**64 does; the division is exact).
+    blake2b = hashlib.blake2b
+    digests = b"".join(
+        [blake2b(f"{seed}:{salt}:{c}".encode(), digest_size=8).digest() for seed, c in zip(seeds, client_ids)]
+    )
+    return np.frombuffer(digests, dtype=">u8") / 2**64
 
 
 def at_or_after(offset: np.ndarray, period: Seconds, t: np.ndarray) -> np.ndarray:
