@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.cli import main
-from rmqsim.stage import inflow
+from rmqsim.stage import queue_traffic
 from tests.builders import make_snapshot, route, staged
 from tests.simulated import simulated
 
@@ -313,7 +313,7 @@ def test_a_queue_is_drained_once_read_while_nobody_writes_it() -> None:
             "read": [r for _, r in flags],
         }
     )
-    assert inflow.drained(table)["phase"].to_pylist() == [2, 3]
+    assert queue_traffic.drained(table)["phase"].to_pylist() == [2, 3]
 
 
 def test_backlog_of_drained_tail_queues_is_not_stranded() -> None:
@@ -350,7 +350,7 @@ def test_a_conf_listing_a_broker_twice_sends_both_shares_to_its_queues(tmp_path)
         ],
     )
     built = simulate.build_group_routes(None, SimulateConfig(snapshot=snapshot, out=str(tmp_path / "out")))
-    rows = built.traffic.queue_traffic.cast(inflow.QUEUE_TRAFFIC)  # its names decoded
+    rows = built.traffic.queue_traffic.cast(queue_traffic.QUEUE_TRAFFIC)  # its names decoded
     rows = rows.sort_by([("broker_name", "ascending"), ("queue_id", "ascending")])
     assert [
         (r["broker_name"], r["queue_id"], r["in_msgs_per_s"], r["written"], r["read"])
