@@ -37,7 +37,7 @@ from bench_simulate import (
 )
 from pyspark.sql import SparkSession
 
-from rmqsim import config, session, simulate
+from rmqsim import build, config, session, simulate
 from rmqsim.stage import tasks
 
 
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     spark = session.build_session(app_name="rmqsim-bench-allocation", master=MASTER, conf=spark_conf)
     out, floor_out = workdir / "allocation-out", workdir / "allocation-floor"
     cfg = config.SimulateConfig(snapshot=str(snapshot), out=str(out), strategies=args.strategies)
-    built = simulate.build_group_routes(spark, cfg)
+    built = build.build_group_routes(spark, cfg)
     staged = simulate.stage_input(spark, built, cfg)
     try:
         routes = staged.group_routes.num_rows

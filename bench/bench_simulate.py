@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
-from rmqsim import config, schemas, session, simulate
+from rmqsim import build, config, schemas, session, simulate
 from rmqsim.sink import open_sink
 from rmqsim.snapshot import synthetic, write
 from rmqsim.stage import tasks
@@ -106,7 +106,7 @@ def assignments_only_job(
 
     def job() -> tuple[float, float]:
         start = time.perf_counter()
-        built = simulate.build_group_routes(spark, cfg)
+        built = build.build_group_routes(spark, cfg)
         routed = time.perf_counter()
         write_client_tables(spark, simulate.stage_input(spark, built, cfg), out)
         return routed - start, time.perf_counter() - routed
@@ -163,7 +163,7 @@ def run_floor_job(
             for df in tables.values():
                 df.count()
             start = time.perf_counter()
-            simulate.snapshot_read(spark, cfg)  # every table the run reads, read as the run reads it
+            build.snapshot_read(spark, cfg)  # every table the run reads, read as the run reads it
             for name, df in tables.items():
                 df.write.mode("overwrite").parquet(str(dest / name))
             return time.perf_counter() - start

@@ -9,7 +9,7 @@ for them. simulate's whole-process seconds less those are what the prelude costs
 any faster prelude could save. bench_small.py and bench_fleet.py time it beside their runs with
 ``--prelude-given``.
 
-Replacing simulate.build_group_routes is a measurement device, not a product path: reconciliation/
+Replacing build.build_group_routes is a measurement device, not a product path: reconciliation/
 then counts the rows read as the rows used, and the tables are not compared.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 SAVE = """
 import json, os, sys
 import pyarrow.parquet as pq
-from rmqsim import config, session, simulate
+from rmqsim import build, config, session
 saved, snapshot, scenarios, strategies = sys.argv[1:5]
 spark = session.build_session(
     app_name="rmqsim-prelude", master="local[*]", conf=dict(config.load_profile("local").conf)
@@ -33,7 +33,7 @@ cfg = config.SimulateConfig(
     scenarios=scenarios or None,
     strategies=config.parse_strategies(strategies),
 )
-built = simulate.build_group_routes(spark, cfg)
+built = build.build_group_routes(spark, cfg)
 os.makedirs(saved, exist_ok=True)
 pq.write_table(built.group_routes, saved + "/group_routes.parquet")
 pq.write_table(built.rejects, saved + "/rejects.parquet")
@@ -46,14 +46,14 @@ spark.stop()
 GIVEN = """
 import json, sys
 import pyarrow.parquet as pq
-from rmqsim import cli, simulate
+from rmqsim import build, cli, simulate
 saved = sys.argv[1]
 with open(saved + "/staged.json") as f:
     staged = json.load(f)
 
 def build_group_routes(spark, config, **deferred):  # the saved routes, whole
-    snapshot = simulate.snapshot_read(spark, config)
-    return simulate.Staged(
+    snapshot = build.snapshot_read(spark, config)
+    return build.Staged(
         pq.read_table(saved + "/group_routes.parquet"),
         pq.read_table(saved + "/rejects.parquet"),
         with_movement=staged["with_movement"],
@@ -63,7 +63,7 @@ def build_group_routes(spark, config, **deferred):  # the saved routes, whole
         absent=tuple(staged["absent"]),
     )
 
-simulate.build_group_routes = build_group_routes
+build.build_group_routes = simulate.build_group_routes = build_group_routes
 sys.exit(cli.main(sys.argv[2:]))
 """
 

@@ -308,7 +308,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
-    from rmqsim import config, simulate
+    from rmqsim import build, config, simulate
     from rmqsim.reporting import text
     from rmqsim.scenarios.parse import ELEMENT, RollingRestart
 
@@ -326,7 +326,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     from rmqsim.sink.directory import RunDirectory
     from rmqsim.snapshot.load import check_layout, is_local
 
-    runs = simulate.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
+    runs = build.load_scenarios(cfg)  # a bad scenarios file fails before Spark starts
     restarted = [r.name for r in runs if any(isinstance(s, RollingRestart) for s in r.steps)]
     if not _remote(args):  # through Spark Connect the paths are the server's
         check_layout(snapshot)
@@ -337,7 +337,7 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         from rmqsim.session import Starting
 
         starting = Starting(lambda: _session(args))
-        ahead = [simulate.build_group_routes(None, cfg, deferred=True)]  # pyarrow alone, while the JVM starts
+        ahead = [build.build_group_routes(None, cfg, deferred=True)]  # pyarrow alone, while the JVM starts
         result = simulate.run(starting.result(), cfg, ahead)
     if result.sweep:
         print(text.format_sweep(result.sweep))

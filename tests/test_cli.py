@@ -288,12 +288,12 @@ def test_the_session_starts_in_its_own_thread_and_its_failure_reaches_the_caller
 def test_simulate_builds_a_local_snapshot_s_routes_without_spark(tmp_path, monkeypatch) -> None:
     # Spark is not asked for until the routes are built: a JVM that never comes up leaves the
     # routes built (and bad input found) all the same.
-    from rmqsim import simulate
+    from rmqsim import build
 
     built = []
-    real = simulate.build_group_routes
+    real = build.build_group_routes
     monkeypatch.setattr(
-        simulate, "build_group_routes", lambda spark, cfg, **kw: built.append(spark) or real(spark, cfg, **kw)
+        build, "build_group_routes", lambda spark, cfg, **kw: built.append(spark) or real(spark, cfg, **kw)
     )
     monkeypatch.setattr("rmqsim.cli._session", lambda args: (_ for _ in ()).throw(RuntimeError("no JVM")))
     assert main(["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(tmp_path / "out")]) == 1

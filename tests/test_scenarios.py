@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rmqsim import cli, config, simulate
+from rmqsim import build, cli, config
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.scenarios import names, parse
@@ -231,7 +231,7 @@ def test_steps_naming_what_does_not_exist_fail_before_simulating(spark, tmp_path
     path = tmp_path / "s.yml"
     path.write_text(f"scenarios:\n  - name: bad\n    steps:\n      - {step}\n")
     with pytest.raises(InputError, match=problem):
-        simulate.build_group_routes(
+        build.build_group_routes(
             spark, SimulateConfig(_snapshot(tmp_path), str(tmp_path / "o"), scenarios=str(path))
         )
 
@@ -295,7 +295,7 @@ def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tm
         topic_queues=queue_rows("orders", {"broker-a": 4}),
         consumers=[{"group": "g", "topic": "orders", "client_id": "c1"}],
     )
-    built = simulate.build_group_routes(spark, SimulateConfig(bare, str(tmp_path / "o")))
+    built = build.build_group_routes(spark, SimulateConfig(bare, str(tmp_path / "o")))
     assert set(built.absent) == set(OPTIONAL)
     routes = built.group_routes
     assert routes.num_rows == 1
@@ -306,5 +306,5 @@ def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tm
         strategies=config.parse_strategies("all"),
         scenarios=str(config.sample_scenarios()),
     )
-    built = simulate.build_group_routes(spark, sample)
+    built = build.build_group_routes(spark, sample)
     assert built.absent == ()

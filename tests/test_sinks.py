@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from rmqsim import schemas, simulate
+from rmqsim import build, schemas, simulate
 from rmqsim.compare_runs import compare_runs
 from rmqsim.config import SimulateConfig, sample_scenarios, sample_snapshot
 from rmqsim.sink import open_sink
@@ -32,7 +32,7 @@ def _routes(spark, strategies: tuple[str, ...]):
         strategies=strategies,
         scenarios=str(sample_scenarios()),
     )
-    built = simulate.build_group_routes(spark, config)
+    built = build.build_group_routes(spark, config)
     return tasks.StageInput(built.group_routes, built.absent, partitions=3, tasks=3)
 
 

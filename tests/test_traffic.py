@@ -334,7 +334,7 @@ def test_a_conf_listing_a_broker_twice_sends_both_shares_to_its_queues(tmp_path)
     # orderTopicConf "broker-a:2;broker-a:2" gives both clients the list a0 a1 a0 a1, so with
     # ROUND_ROBIN each entry gets rate/4 and each of a's queues twice that:
     #   Java 30 msgs/s + Go 10 msgs/s -> a0 = a1 = 30/2 + 10/2 = 20; b0 = b1 = 0, read, unwritten.
-    from rmqsim import simulate
+    from rmqsim import build
     from rmqsim.config import SimulateConfig
     from tests.builders import broker_rows, consumer_rows, queue_rows
 
@@ -349,7 +349,7 @@ def test_a_conf_listing_a_broker_twice_sends_both_shares_to_its_queues(tmp_path)
             {"topic": "t", "producer_group": "go", "msgs_per_s": 10.0, "language": "GO"},
         ],
     )
-    built = simulate.build_group_routes(None, SimulateConfig(snapshot=snapshot, out=str(tmp_path / "out")))
+    built = build.build_group_routes(None, SimulateConfig(snapshot=snapshot, out=str(tmp_path / "out")))
     rows = built.traffic.queue_traffic.cast(queue_traffic.QUEUE_TRAFFIC)  # its names decoded
     rows = rows.sort_by([("broker_name", "ascending"), ("queue_id", "ascending")])
     assert [

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from rmqsim import schemas, session, simulate
+from rmqsim import build, schemas, session
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
 from rmqsim.reporting import text
@@ -100,19 +100,19 @@ def configured_strategies(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
     return session.from_arrow(spark, pa.table({"group": first["group"], "strategy": strategy}))
 
 
-def built_here(spark: SparkSession, config: ValidateConfig) -> simulate.Staged:
+def built_here(spark: SparkSession, config: ValidateConfig) -> build.Staged:
     """The snapshot's routes with every strategy's parameters, and its traffic, as simulate
     builds them (on the driver)."""
     sim = SimulateConfig(snapshot=config.snapshot, out=config.out, strategies=tuple(STRATEGIES))
-    return simulate.build_group_routes(spark, sim)
+    return build.build_group_routes(spark, sim)
 
 
-def group_routes(spark: SparkSession, built: simulate.Staged, groups: DataFrame) -> DataFrame:
+def group_routes(spark: SparkSession, built: build.Staged, groups: DataFrame) -> DataFrame:
     """Phase 0 routes of the observed groups: what both the configured simulation and the
     diagnosis of a mismatch run on."""
     routes_here = (
         session.from_arrow(spark, built.group_routes, schemas.GROUP_ROUTES)
-        .where((F.col("phase") == 0) & (F.col("scenario") == simulate.BASELINE))
+        .where((F.col("phase") == 0) & (F.col("scenario") == build.BASELINE))
         .join(groups, "group", "left_semi")
     )
     return routes_here
@@ -293,13 +293,13 @@ NOT_MODELLED = (
 )
 
 
-def compare_traffic(built: simulate.Staged) -> Comparison | None:
+def compare_traffic(built: build.Staged) -> Comparison | None:
     """The snapshot's modelled inflow (phase 0 of the baseline) beside its measurements; None
     where the model has no traffic (no producers, no in_tps)."""
     if built.traffic is None:
         return None
     rows = built.traffic.queue_traffic.cast(schemas.arrow(schemas.QUEUE_TRAFFIC))  # names decoded
-    phase0 = rows.filter(pc.and_(pc.equal(rows["scenario"], simulate.BASELINE), pc.equal(rows["phase"], 0)))
+    phase0 = rows.filter(pc.and_(pc.equal(rows["scenario"], build.BASELINE), pc.equal(rows["phase"], 0)))
     checked = built.checked
     return traffic.compare(
         phase0,
@@ -313,7 +313,7 @@ def compare_traffic(built: simulate.Staged) -> Comparison | None:
 
 
 def compare_assignments(
-    spark: SparkSession, config: ValidateConfig, sink: Sink, snapshot: Snapshot, built: simulate.Staged
+    spark: SparkSession, config: ValidateConfig, sink: Sink, snapshot: Snapshot, built: build.Staged
 ) -> list[dict]:
     """validation_queues/ and validation/ written; the latter's rows, by group."""
     observed = observed_queues(spark, snapshot)
