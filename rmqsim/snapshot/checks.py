@@ -4,12 +4,13 @@ missing value proves nothing), and a reason built from a null value is no reason
 
 Each table is checked once; rules are listed in the order they are tried, and a row is rejected
 for the first it breaks. A reject row carries the offending row as JSON (snapshot.text.row_json),
-and that text also decides which of several repeated rows is kept.
+and that text also decides which of several repeated rows is kept. How a rule is written and
+applied: snapshot.check_rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -28,16 +29,30 @@ from rmqsim.schemas import (
     PERM_READ,
     PRODUCERS,
     REBALANCES,
-    REJECTS_ARROW,
     REQUEST_MODES,
     SELECTORS,
-    SNAPSHOT_TABLES,
+)
+from rmqsim.snapshot.check_rules import (
+    NULL,
+    AmongKept,
+    Objects,
+    Repeat,
+    Rows,
+    Split,
+    after_first,
+    blank_rules,
+    count_rules,
+    is_known,
+    number_of,
+    per_row,
+    queue_id_rules,
+    rate_rules,
+    split_rows,
+    text_of,
 )
 from rmqsim.snapshot.load import Snapshot, schemas_table
 from rmqsim.snapshot.text import blank, normalised, row_json
 from rmqsim.strategies import STRATEGIES
-
-MAX_QUEUES = 65535  # RocketMQ's own limit on a topic's queue count per broker
 
 
 @dataclass(frozen=True)
@@ -50,28 +65,26 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
     """Split every table into rows to simulate and reject rows; later tables see only kept rows
     (but a group's consumers are looked for among all consumer rows)."""
     given = tables.given
-    brokers = _check_brokers(_Rows(tables.brokers, "brokers", given))
-    topic_queues = _check_topic_queues(
-        _Rows(tables.topic_queues, "topic_queues", given), brokers=brokers.kept
-    )
+    brokers = _check_brokers(Rows(tables.brokers, "brokers", given))
+    topic_queues = _check_topic_queues(Rows(tables.topic_queues, "topic_queues", given), brokers=brokers.kept)
     # The producers' side needs nothing of the consumers': checked beside them, in a thread.
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-checks") as pool:
         producer_side = pool.submit(_check_producer_side, tables, topic_queues=topic_queues.kept)
         groups, group_problems = _check_groups(
-            _Rows(tables.groups, "groups", given),
+            Rows(tables.groups, "groups", given),
             consumers=tables.consumers,
             configured_strategies=configured_strategies,
         )
         consumers = _check_consumers(
-            _Rows(tables.consumers, "consumers", given),
+            Rows(tables.consumers, "consumers", given),
             topic_queues=topic_queues.kept,
             group_problems=group_problems,
         )
         queue_config = offsets = None
         if tables.queue_config is not None:
-            queue_config = _check_queue_config(_Rows(tables.queue_config, "queue_config", given))
+            queue_config = _check_queue_config(Rows(tables.queue_config, "queue_config", given))
         if tables.offsets is not None:
-            offsets = _check_offsets(_Rows(tables.offsets, "offsets", given), topic_queues=topic_queues.kept)
+            offsets = _check_offsets(Rows(tables.offsets, "offsets", given), topic_queues=topic_queues.kept)
         producers, producer_keys, order_topics = producer_side.result()
     every = [brokers, topic_queues, groups, consumers, queue_config, offsets]
     splits = [s for s in [*every, producers, producer_keys, order_topics] if s is not None]
@@ -92,47 +105,33 @@ def check_snapshot(tables: Snapshot, *, configured_strategies: bool) -> Checked:
 
 def _check_producer_side(
     tables: Snapshot, *, topic_queues: pa.Table
-) -> tuple[_Split | None, _Split | None, _Split | None]:
+) -> tuple[Split | None, Split | None, Split | None]:
     """producers, producer_keys and order_topics, each checked where the snapshot has it."""
     given = tables.given
     producers = producer_keys = order_topics = None
     if tables.producers is not None:
-        producers = _check_producers(_Rows(tables.producers, "producers", given), topic_queues=topic_queues)
+        producers = _check_producers(Rows(tables.producers, "producers", given), topic_queues=topic_queues)
     if tables.producer_keys is not None:
         hashing = producers.kept if producers else schemas_table(PRODUCERS)
         producer_keys = _check_producer_keys(
-            _Rows(tables.producer_keys, "producer_keys", given), producers=hashing
+            Rows(tables.producer_keys, "producer_keys", given), producers=hashing
         )
     if tables.order_topics is not None:
-        order_topics = _check_order_topics(_Rows(tables.order_topics, "order_topics", given))
+        order_topics = _check_order_topics(Rows(tables.order_topics, "order_topics", given))
     return producers, producer_keys, order_topics
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """A snapshot table to check, and the columns its files have: a reject row shows those."""
-
-    table: pa.Table
-    source: str
-    given: frozenset[str]
-
-    @property
-    def shown(self) -> list[str]:
-        spec = next(t for t in SNAPSHOT_TABLES if t.name == self.source)
-        return [c.name for c in spec.columns if c.required or f"{self.source}.{c.name}" in self.given]
 
 
 # ------------------------------------------------------------------ tables
 
 
-def _check_brokers(rows: _Rows) -> _Split:
+def _check_brokers(rows: Rows) -> Split:
     brokers = rows.table
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(brokers, "broker_name"),
-            *_rate_rules(brokers, "send_latency_ms"),
-            _Repeat(
+            *blank_rules(brokers, "broker_name"),
+            *rate_rules(brokers, "send_latency_ms"),
+            Repeat(
                 ["broker_name", "broker_id"],
                 "duplicate row for this broker_name and broker_id: "
                 "the first good one (in JSON order) is used",
@@ -141,40 +140,40 @@ def _check_brokers(rows: _Rows) -> _Split:
     )
 
 
-def _check_topic_queues(rows: _Rows, *, brokers: pa.Table) -> _Split:
+def _check_topic_queues(rows: Rows, *, brokers: pa.Table) -> Split:
     """``brokers``: the kept broker rows."""
     topic_queues = rows.table
     read, perm = topic_queues["read_queue_nums"], topic_queues["perm"]
     readable = pc.and_kleene(pc.not_equal(pc.bit_wise_and(perm, PERM_READ), 0), pc.greater(read, 0))
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(topic_queues, "topic", "broker_name"),
+            *blank_rules(topic_queues, "topic", "broker_name"),
             (pc.is_null(read), "read_queue_nums is null"),
-            *_count_rules(topic_queues, "read_queue_nums"),
-            *_count_rules(topic_queues, "write_queue_nums"),
+            *count_rules(topic_queues, "read_queue_nums"),
+            *count_rules(topic_queues, "write_queue_nums"),
             (pc.is_null(perm), "perm is null"),
             (
                 pc.or_kleene(pc.less(perm, 0), pc.greater(perm, 15)),
-                _concat("perm ", _text(perm), " is outside 0 to 15"),
+                text_of("perm ", number_of(perm), " is outside 0 to 15"),
             ),
             (
-                pc.invert(_known(topic_queues["broker_name"], brokers["broker_name"])),
-                _concat("broker_name '", topic_queues["broker_name"], "' is not in brokers"),
+                pc.invert(is_known(topic_queues["broker_name"], brokers["broker_name"])),
+                text_of("broker_name '", topic_queues["broker_name"], "' is not in brokers"),
             ),
-            _Repeat(topic_queues.column_names, "duplicate row: an identical row is used"),
+            Repeat(topic_queues.column_names, "duplicate row: an identical row is used"),
             # A NameServer keeps one QueueData per broker, so two rows for one broker are a broken
             # capture. The client puts the queues of every readable QueueData in one set: the
             # union, which is the readable row with the most read queues, the one kept.
-            _Repeat(
+            Repeat(
                 ["topic", "broker_name"],
-                _concat(
+                text_of(
                     "another row for this topic and broker_name (a NameServer keeps one QueueData "
                     "per broker): the client reads the union of their queues, the readable row "
                     "with the most read queues, which is used; this one has ",
-                    _text(read),
+                    number_of(read),
                     " read queues and perm ",
-                    _text(perm),
+                    number_of(perm),
                 ),
                 prefer=[(combined(readable), "descending"), (combined(read), "descending")],
             ),
@@ -182,23 +181,23 @@ def _check_topic_queues(rows: _Rows, *, brokers: pa.Table) -> _Split:
     )
 
 
-def _check_groups(
-    rows: _Rows, *, consumers: pa.Table, configured_strategies: bool
-) -> tuple[_Split, pa.Table]:
+def _check_groups(rows: Rows, *, consumers: pa.Table, configured_strategies: bool) -> tuple[Split, pa.Table]:
     """The groups split, and (group, problem) for each group whose first good row cannot run (its
     message model or balancing, or with configured strategies its strategy): its consumers go too."""
     groups = rows.table
     problem = _group_problem(groups, configured_strategies=configured_strategies)
     # A row with a problem ranks after the good ones, so it never makes a good row a duplicate.
-    later = _later(groups, ["group"], problem.is_valid().to_numpy(zero_copy_only=False), shown=rows.shown)
+    later = after_first(
+        groups, ["group"], problem.is_valid().to_numpy(zero_copy_only=False), shown=rows.shown
+    )
     first = pc.and_(pa.array(~later), pc.invert(blank(groups["group"])))
-    split = _split(
+    split = split_rows(
         rows,
         rules=[
-            *_blank_rules(groups, "group"),
+            *blank_rules(groups, "group"),
             (pc.invert(first), "duplicate row for this group: the first good one (in JSON order) is used"),
             (
-                pc.invert(_known(groups["group"], consumers["group"])),
+                pc.invert(is_known(groups["group"], consumers["group"])),
                 "group has no consumers in the snapshot",
             ),
             (pc.is_valid(problem), problem),
@@ -211,26 +210,26 @@ def _check_groups(
     return split, problems
 
 
-def _check_consumers(rows: _Rows, *, topic_queues: pa.Table, group_problems: pa.Table) -> _Split:
+def _check_consumers(rows: Rows, *, topic_queues: pa.Table, group_problems: pa.Table) -> Split:
     """``topic_queues``: the kept rows (every topic with one has a route, perhaps an empty one)."""
     consumers = rows.table
     at = pc.index_in(consumers["group"], value_set=combined(group_problems["group"]), skip_nulls=True)
     problem = combined(group_problems["problem"]).take(combined(at))
     # Only a client on more than one row (several topics) can disagree with itself.
     shared = _repeated(consumers, ["group", "client_id"])
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(consumers, "group", "topic", "client_id"),
+            *blank_rules(consumers, "group", "topic", "client_id"),
             (
-                pc.invert(_known(consumers["topic"], topic_queues["topic"])),
-                _concat("topic '", consumers["topic"], "' has no route (no topic_queues row)"),
+                pc.invert(is_known(consumers["topic"], topic_queues["topic"])),
+                text_of("topic '", consumers["topic"], "' has no route (no topic_queues row)"),
             ),
-            (pc.is_valid(problem), _concat("group '", consumers["group"], "' is not simulated: ", problem)),
-            *_rate_rules(consumers, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY),
+            (pc.is_valid(problem), text_of("group '", consumers["group"], "' is not simulated: ", problem)),
+            *rate_rules(consumers, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY),
             # Among the rows kept: a row rejected for its own value sets no value to agree with.
             *(
-                _AmongKept(lambda kept, c=c: _disagreeing(rows, c, shared & kept))
+                AmongKept(lambda kept, c=c: _disagreeing(rows, c, shared & kept))
                 for c in ("capacity_msgs_per_s", "designated_aware")
             ),
         ],
@@ -247,7 +246,7 @@ def _repeated(table: pa.Table, columns: list[str]) -> np.ndarray:
     return repeated
 
 
-def _disagreeing(rows: _Rows, column: str, shared: np.ndarray) -> tuple[pa.Array, _Objects]:
+def _disagreeing(rows: Rows, column: str, shared: np.ndarray) -> tuple[pa.Array, Objects]:
     """A rule for a per-process value (section 2d) that rows of one (group, client_id) must agree
     on: each row whose given value differs from the first given one (in JSON order) is rejected,
     naming both; a client's value is never averaged or picked silently. ``shared``: the rows whose
@@ -287,7 +286,7 @@ def _disagreeing(rows: _Rows, column: str, shared: np.ndarray) -> tuple[pa.Array
                 f"{column} {texts[i]!r} disagrees with {texts[f]!r} on another row of this client "
                 "in this group: it is the process's, over all its topics"
             )
-    return pa.array(reason != None), _Objects(reason)  # noqa: E711
+    return pa.array(reason != None), Objects(reason)  # noqa: E711
 
 
 def _joined(table: pa.Table, columns: list[str]) -> np.ndarray:
@@ -295,42 +294,42 @@ def _joined(table: pa.Table, columns: list[str]) -> np.ndarray:
     return pc.binary_join_element_wise(*parts, "\x00").to_numpy(zero_copy_only=False)
 
 
-def _check_queue_config(rows: _Rows) -> _Split:
+def _check_queue_config(rows: Rows) -> Split:
     queue_config = rows.table
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(queue_config, "group", "client_id", "topic", "broker_name"),
-            *_queue_id_rules(queue_config),
-            _Repeat(queue_config.column_names, "duplicate row: an identical row is used"),
+            *blank_rules(queue_config, "group", "client_id", "topic", "broker_name"),
+            *queue_id_rules(queue_config),
+            Repeat(queue_config.column_names, "duplicate row: an identical row is used"),
         ],
     )
 
 
-def _check_offsets(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
+def _check_offsets(rows: Rows, *, topic_queues: pa.Table) -> Split:
     """``topic_queues``: the kept rows."""
     offsets = rows.table
     topic, broker, queue_id = offsets["topic"], offsets["broker_name"], offsets["queue_id"]
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(offsets, "group", "topic", "broker_name"),
-            *_queue_id_rules(offsets),
+            *blank_rules(offsets, "group", "topic", "broker_name"),
+            *queue_id_rules(offsets),
             (pc.is_null(offsets["broker_offset"]), "broker_offset is null"),
             (pc.is_null(offsets["consumer_offset"]), "consumer_offset is null"),
-            *_rate_rules(offsets, "in_tps", most=MAX_RATE),
+            *rate_rules(offsets, "in_tps", most=MAX_RATE),
             (
                 pc.fill_null(pc.greater_equal(queue_id, _queue_counts(offsets, topic_queues)), True),
-                _concat(
+                text_of(
                     "no such queue in topic_queues: topic '",
                     topic,
                     "', broker_name '",
                     broker,
                     "', queue_id ",
-                    _text(queue_id),
+                    number_of(queue_id),
                 ),
             ),
-            _Repeat(
+            Repeat(
                 ["group", "topic", "broker_name", "queue_id"],
                 "duplicate row for this queue: the first good one (in JSON order) is used",
             ),
@@ -338,40 +337,40 @@ def _check_offsets(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
     )
 
 
-def _check_producers(rows: _Rows, *, topic_queues: pa.Table) -> _Split:
+def _check_producers(rows: Rows, *, topic_queues: pa.Table) -> Split:
     """``topic_queues``: the kept rows (a topic with none has no route at all)."""
     producers = rows.table
     selector = normalised(pc.coalesce(producers["selector"], "ROUND_ROBIN"))
     language = normalised(pc.coalesce(producers["language"], "JAVA"))
     _, version_problem = classify_versions(combined(producers["version"]))
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(producers, "topic"),
+            *blank_rules(producers, "topic"),
             (pc.is_null(producers["msgs_per_s"]), "msgs_per_s is null"),
-            *_rate_rules(producers, "msgs_per_s", most=MAX_RATE),
+            *rate_rules(producers, "msgs_per_s", most=MAX_RATE),
             (
                 pc.invert(pc.is_in(selector, value_set=pa.array(SELECTORS))),
-                _concat("unknown selector '", producers["selector"], "': expected ROUND_ROBIN or HASH"),
+                text_of("unknown selector '", producers["selector"], "': expected ROUND_ROBIN or HASH"),
             ),
             (
                 pc.invert(pc.is_in(language, value_set=pa.array(LANGUAGES))),
-                _concat(
+                text_of(
                     "unknown language '",
                     producers["language"],
                     f"': the libraries rmqsim simulates are {', '.join(LANGUAGES)}",
                 ),
             ),
-            (pc.is_valid(version_problem), _concat("unknown version: ", version_problem)),
+            (pc.is_valid(version_problem), text_of("unknown version: ", version_problem)),
             (
-                pc.invert(_known(producers["topic"], topic_queues["topic"])),
-                _concat("topic '", producers["topic"], "' has no route (no topic_queues row)"),
+                pc.invert(is_known(producers["topic"], topic_queues["topic"])),
+                text_of("topic '", producers["topic"], "' has no route (no topic_queues row)"),
             ),
         ],
     )
 
 
-def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
+def _check_producer_keys(rows: Rows, *, producers: pa.Table) -> Split:
     """``producers``: the kept rows; a key mixes the traffic of HASH producers only."""
     keys = rows.table
     hashing = producers.filter(
@@ -380,24 +379,24 @@ def _check_producer_keys(rows: _Rows, *, producers: pa.Table) -> _Split:
     pairs = _KeyPairs.of(keys, hashing)
     known = pc.if_else(
         pc.is_null(keys["producer_group"]),
-        _known(keys["topic"], hashing["topic"]),
+        is_known(keys["topic"], hashing["topic"]),
         pc.is_in(pairs.key, value_set=pairs.producer),
     )
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(keys, "topic"),
+            *blank_rules(keys, "topic"),
             (pc.is_null(keys["key"]), "key is null"),
-            *_rate_rules(keys, "share", most=MAX_RATE),
+            *rate_rules(keys, "share", most=MAX_RATE),
             (
                 pc.invert(pc.fill_null(known, False)),
                 "no HASH producer of this topic (and producer_group) sends with this key",
             ),
-            _Repeat(
+            Repeat(
                 ["topic", "producer_group", "key"],
                 "duplicate row for this key: the first good one (in JSON order) is used",
             ),
-            _AmongKept(lambda kept: (_silent_keys(keys, hashing, pairs, kept), SILENT_KEYS)),
+            AmongKept(lambda kept: (_silent_keys(keys, hashing, pairs, kept), SILENT_KEYS)),
         ],
     )
 
@@ -436,23 +435,23 @@ def _silent_keys(keys: pa.Table, hashing: pa.Table, pairs: _KeyPairs, kept: np.n
 
     def keyed(rows: np.ndarray) -> pa.Array:
         """Per HASH producer, whether any of ``rows`` is a key of it."""
-        by_group = _known(producer_pair, pair.filter(pa.array(rows & named)))
-        return pc.or_(by_group, _known(producer_topic, topic.filter(pa.array(rows & ~named))))
+        by_group = is_known(producer_pair, pair.filter(pa.array(rows & named)))
+        return pc.or_(by_group, is_known(producer_topic, topic.filter(pa.array(rows & ~named))))
 
     silent = pc.and_(keyed(kept), pc.invert(keyed(kept & (share > 0))))
-    of_group = _known(pair, producer_pair.filter(silent)).to_numpy(zero_copy_only=False)
-    of_topic = _known(topic, producer_topic.filter(silent)).to_numpy(zero_copy_only=False)
+    of_group = is_known(pair, producer_pair.filter(silent)).to_numpy(zero_copy_only=False)
+    of_topic = is_known(topic, producer_topic.filter(silent)).to_numpy(zero_copy_only=False)
     return pa.array(kept & (share == 0) & np.where(named, of_group, of_topic))
 
 
-def _check_order_topics(rows: _Rows) -> _Split:
+def _check_order_topics(rows: Rows) -> Split:
     order_topics = rows.table
-    return _split(
+    return split_rows(
         rows,
         rules=[
-            *_blank_rules(order_topics, "topic"),
+            *blank_rules(order_topics, "topic"),
             (pc.is_null(order_topics["order_conf"]), "order_conf is null"),
-            _Repeat(["topic"], "duplicate row for this topic: the first good one (in JSON order) is used"),
+            Repeat(["topic"], "duplicate row for this topic: the first good one (in JSON order) is used"),
         ],
     )
 
@@ -482,16 +481,16 @@ def _group_problem(groups: pa.Table, *, configured_strategies: bool) -> pa.Array
         _unknown_value("rebalance", groups["rebalance"], REBALANCES, lower=True),
         _unknown_value("request_mode", groups["request_mode"], REQUEST_MODES),
         *(
-            pc.if_else(bad, _per_row(reason, groups.num_rows), _NULL)
-            for bad, reason in _rate_rules(groups, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY)
+            pc.if_else(bad, per_row(reason, groups.num_rows), NULL)
+            for bad, reason in rate_rules(groups, "capacity_msgs_per_s", most=MAX_RATE, least=MIN_CAPACITY)
         ),
         _not_ips(groups["designated_ips"]),
     ]
     if configured_strategies:
         strategy = normalised(pc.coalesce(groups["strategy"], "AVG"))
         known = pc.is_in(strategy, value_set=pa.array(list(STRATEGIES), pa.string()))
-        unknown = _concat("unknown strategy '", strategy, "'")
-        problems.append(pc.if_else(known, _NULL, _per_row(unknown, groups.num_rows)))
+        unknown = text_of("unknown strategy '", strategy, "'")
+        problems.append(pc.if_else(known, NULL, per_row(unknown, groups.num_rows)))
     return combined(pc.coalesce(*problems))
 
 
@@ -523,229 +522,5 @@ def _unknown_value(name: str, value, allowed: Sequence[str], *, lower: bool = Fa
     shown = [a.lower() for a in allowed] if lower else list(allowed)
     expected = ", ".join(shown[:-1]) + " or " + shown[-1]
     bad = pc.invert(pc.fill_null(pc.is_in(normalised(value), value_set=pa.array(allowed)), True))
-    reason = _concat(f"unknown {name} '", value, f"': expected {expected}")
-    return pc.if_else(bad, _per_row(reason, len(value)), _NULL)
-
-
-# ------------------------------------------------------------------ rules
-
-
-@dataclass(frozen=True)
-class _Text:
-    """A reason per row, its parts (text, columns, numbers) joined only for the rows asked
-    for: null where any part is. Most rows break no rule, and strings for every row of a large
-    table cost more than the checks themselves."""
-
-    parts: tuple
-
-    def at(self, rows: np.ndarray) -> pa.Array:
-        return pc.binary_join_element_wise(*(_part_at(p, rows) for p in self.parts), "")
-
-
-@dataclass(frozen=True)
-class _Number:
-    """A number as Python writes it (an integer in decimal)."""
-
-    values: pa.Array | pa.ChunkedArray
-
-    def at(self, rows: np.ndarray) -> pa.Array:
-        values = combined(self.values).take(pa.array(rows))
-        if not pa.types.is_floating(values.type):
-            return pc.cast(values, pa.string())
-        return pa.array([None if v is None else repr(v) for v in values.to_pylist()], pa.string())
-
-
-@dataclass(frozen=True)
-class _Objects:
-    """A reason per row, already written (None: none)."""
-
-    texts: np.ndarray  # of str or None
-
-    def at(self, rows: np.ndarray) -> pa.Array:
-        return pa.array(self.texts[rows], pa.string())
-
-
-Reason = str | pa.Array | _Text | _Number | _Objects  # a fixed reason, or one per row
-_NULL = pa.scalar(None, pa.string())
-
-
-@dataclass(frozen=True)
-class _Repeat:
-    """A rule for repeated ``key`` values: all rows of a key but the first are rejected, ranked
-    by the rules before it (a row breaking one ranks last, so a bad row never makes a good one a
-    duplicate), then ``prefer`` (sort keys), then JSON order, so the choice is deterministic."""
-
-    key: Sequence[str]
-    reason: Reason
-    prefer: Sequence[tuple[pa.Array, str]] = ()  # (values, "ascending" or "descending")
-
-
-@dataclass(frozen=True)
-class _AmongKept:
-    """A rule about the rows no rule before it breaks (``kept``): ``rule(kept)`` gives whether
-    each row breaks it (an array) and the reason."""
-
-    rule: Callable[[np.ndarray], tuple[pa.Array, Reason]]
-
-
-@dataclass(frozen=True)
-class _Split:
-    kept: pa.Table
-    rejected: pa.Table  # schemas.REJECTS
-
-
-def _split(rows: _Rows, *, rules: Sequence[tuple[pa.Array, Reason] | _Repeat | _AmongKept]) -> _Split:
-    table, source = rows.table, rows.source
-    at, reason = _reasons(table, rules, shown=rows.shown)
-    bad = np.zeros(table.num_rows, bool)
-    bad[at] = True
-    rejected = table.take(pa.array(at))
-    rows = pa.table(
-        [pa.repeat(pa.scalar(source), len(at)), reason, row_json(rejected.select(rows.shown))],
-        schema=REJECTS_ARROW,
-    )
-    return _Split(table.filter(pa.array(~bad)), rows)
-
-
-def _reasons(
-    table: pa.Table, rules: Sequence[tuple[pa.Array, Reason] | _Repeat | _AmongKept], *, shown: list[str]
-) -> tuple[np.ndarray, pa.Array]:
-    """The rows that break a rule (ascending) and the reason of the first each breaks. A rule
-    whose condition is null is not broken, and one whose reason is null gives way to the next.
-    A reason is worked out only for the rows its rule is the first to reject: few rows are."""
-    unset = np.ones(table.num_rows, bool)  # no reason yet
-    broken = np.zeros(table.num_rows, bool)  # by any rule so far, whatever its reason
-    found: list[tuple[np.ndarray, pa.Array]] = []
-    for rule in rules:
-        if isinstance(rule, _Repeat):
-            bad, text = _later(table, rule.key, broken, rule.prefer, shown=shown), rule.reason
-        else:
-            condition, text = rule.rule(~broken) if isinstance(rule, _AmongKept) else rule
-            bad = combined(pc.fill_null(condition, False)).to_numpy(zero_copy_only=False)
-        at = np.flatnonzero(bad & unset)
-        if len(at):
-            values = _reason_at(text, at)
-            given = values.is_valid().to_numpy(zero_copy_only=False)
-            found.append((at[given], values.filter(pa.array(given))))
-            unset[at[given]] = False
-        broken |= bad
-    if not found:
-        return np.empty(0, np.int64), pa.array([], pa.string())
-    at = np.concatenate([a for a, _ in found])
-    order = np.argsort(at, kind="stable")
-    return at[order], pa.concat_arrays([v for _, v in found]).take(pa.array(order))
-
-
-def _later(
-    table: pa.Table,
-    key: Sequence[str],
-    broken: np.ndarray,
-    prefer: Sequence[tuple[pa.Array, str]] = (),
-    *,
-    shown: list[str],
-) -> np.ndarray:
-    """Whether each row comes after the first of its ``key`` (a null is a key value like any
-    other): see _Repeat for the ranking; ``shown``: the columns a row's JSON shows."""
-    later = np.zeros(table.num_rows, bool)
-    keyed = table.select(list(key)).append_column("_row", pa.array(np.arange(table.num_rows)))
-    if set(key) >= set(table.column_names):
-        # The key is the whole row, so its copies are identical and any one is kept: the first.
-        first = keyed.group_by(list(key), use_threads=False).aggregate([("_row", "min")])["_row_min"]
-        later[:] = True
-        later[first.to_numpy()] = False
-        return later
-    rows = keyed.group_by(list(key), use_threads=False).aggregate([("_row", "list")])["_row_list"]
-    rows = rows.filter(pc.greater(pc.list_value_length(rows), 1))  # only repeated keys are ranked
-    if len(rows) == 0:
-        return later
-    index = pc.list_flatten(rows)
-    ranked = {
-        "_key": pc.list_parent_indices(rows),
-        "_broken": pa.array(broken[index.to_numpy()]),
-        **{f"_prefer{i}": values.take(index) for i, (values, _) in enumerate(prefer)},
-        "_json": row_json(table.select(shown).take(index)),  # compared as UTF-8 bytes
-    }
-    # Nulls last in a descending key (the prefer keys); no other key holds null.
-    order = pc.sort_indices(
-        pa.table(ranked),
-        sort_keys=[
-            ("_key", "ascending", "at_end"),
-            ("_broken", "ascending", "at_end"),
-            *((f"_prefer{i}", direction, "at_end") for i, (_, direction) in enumerate(prefer)),
-            ("_json", "ascending", "at_end"),
-        ],
-    )
-    keys = ranked["_key"].take(order).to_numpy()
-    ordered = index.take(order).to_numpy()
-    later[ordered[1:][keys[1:] == keys[:-1]]] = True
-    return later
-
-
-def _blank_rules(table: pa.Table, *names: str) -> list[tuple[pa.Array, Reason]]:
-    return [(blank(table[n]), f"{n} is null or empty") for n in names]
-
-
-def _queue_id_rules(table: pa.Table) -> list[tuple[pa.Array, Reason]]:
-    queue_id = table["queue_id"]
-    return [(pc.is_null(queue_id), "queue_id is null"), (pc.less(queue_id, 0), "queue_id is negative")]
-
-
-def _count_rules(table: pa.Table, column: str) -> list[tuple[pa.Array, Reason]]:
-    value = table[column]
-    return [
-        (pc.less(value, 0), f"{column} is negative"),
-        (pc.greater(value, MAX_QUEUES), _concat(f"{column} ", _text(value), f" is more than {MAX_QUEUES}")),
-    ]
-
-
-def _rate_rules(
-    table: pa.Table, column: str, *, most: float | None = None, least: float | None = None
-) -> list[tuple[pa.Array, Reason]]:
-    """A rate or a latency: a number, not negative (null passes: the column's own rule says
-    whether it may be); with ``most``, at most that; with ``least``, 0 or at least that (section
-    1's bounds, which keep the sums of rates exact and every figure finite)."""
-    value = table[column]
-    infinite, negative = pc.is_inf(value), pc.less(value, 0)
-    rules = [
-        (pc.is_nan(value), f"{column} is not a number"),
-        (infinite, _concat(f"{column} ", _text(value), " is not finite")),
-        (negative, _concat(f"{column} ", _text(value), " is negative")),
-    ]
-    if most is not None:
-        above = _concat(f"{column} ", _text(value), f" is more than {most:g}")
-        rules.append((pc.greater(value, most), above))
-    if least is not None:
-        tiny = pc.and_(pc.greater(value, 0), pc.less(value, least))
-        rules.append((tiny, _concat(f"{column} ", _text(value), f" is above 0 but below {least:g}")))
-    return rules
-
-
-def _known(values, keys) -> pa.Array:
-    """Whether each value is among ``keys``: a left join's match (a null one never is)."""
-    return pc.is_in(values, value_set=combined(pc.unique(keys)), skip_nulls=True)
-
-
-def _part_at(part, rows: np.ndarray):
-    return part if isinstance(part, str) else _reason_at(part, rows)
-
-
-def _reason_at(reason: Reason, rows: np.ndarray) -> pa.Array:
-    """``reason`` at ``rows``: a fixed one repeated, or each row's."""
-    if isinstance(reason, str):
-        return pa.repeat(pa.scalar(reason), len(rows))
-    if isinstance(reason, (_Text, _Number, _Objects)):
-        return reason.at(rows)
-    return combined(reason).take(pa.array(rows))
-
-
-def _per_row(reason: Reason, n: int) -> pa.Array:
-    """``reason`` for every one of ``n`` rows (a groups problem is a column of its own)."""
-    return _reason_at(reason, np.arange(n))
-
-
-def _concat(*parts) -> _Text:
-    return _Text(parts)
-
-
-def _text(values) -> _Number:
-    return _Number(values)
+    reason = text_of(f"unknown {name} '", value, f"': expected {expected}")
+    return pc.if_else(bad, per_row(reason, len(value)), NULL)
