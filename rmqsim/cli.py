@@ -12,14 +12,11 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
 
 from rmqsim.errors import InputError
 
-if TYPE_CHECKING:  # the commands import what they need when they run: --help stays quick
-    from rmqsim.mqadmin.importer import PerGroup, RequestMode
-
+# The commands import what they need when they run: --help stays quick.
 log = logging.getLogger("rmqsim")
 
 
@@ -419,138 +416,19 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------ import-mqadmin's flags
-
-T = TypeVar("T")
-
-
-def _per_group(values: Sequence[str], flag: str, form: str, read: Callable[[str, str], T]) -> PerGroup[T]:
-    """A repeatable flag's ``GROUP=VALUE`` and ``VALUE`` arguments, each value read by ``read``
-    (given the value and the whole argument, for messages); the last one for a group wins."""
-    from rmqsim.mqadmin.importer import PerGroup
-
-    default, by_group = None, {}
-    for value in values:
-        group, sep, raw = value.rpartition("=")
-        parsed = read(raw.strip(), value)
-        if not sep:
-            default = parsed
-        elif not group.strip():
-            raise InputError("arguments", flag, f"expected GROUP={form} or {form}, got {value!r}")
-        else:
-            by_group[group.strip()] = parsed
-    return PerGroup(default, by_group)
-
-
-def _choice(flag: str, what: str, name: str, value: str, allowed: Sequence[str]) -> str:
-    """``name`` if it is one of ``allowed`` (compared as given), else exit code 2 naming the flag."""
-    if name not in allowed:
-        raise InputError(
-            "arguments", flag, f"unknown {what} {name!r} in {value!r}; choose from {', '.join(allowed)}"
-        )
-    return name
-
-
-def _strategy(name: str, value: str) -> str:
-    from rmqsim.strategies import STRATEGIES
-
-    return _choice("--strategy", "strategy", name.upper(), value, tuple(STRATEGIES))
-
-
-def _rebalance(name: str, value: str) -> str:
-    from rmqsim import schemas
-
-    rebalances = tuple(r.lower() for r in schemas.REBALANCES)  # as the contract spells them
-    return _choice("--rebalance", "rebalance", name.lower(), value, rebalances)
-
-
-def _request_mode(text: str, value: str) -> RequestMode:
-    from rmqsim import schemas
-    from rmqsim.mqadmin.importer import RequestMode
-
-    mode, sep, number = text.partition(":")
-    mode = mode.strip().upper()
-    if mode not in schemas.REQUEST_MODES:
-        raise InputError(
-            "arguments",
-            "--request-mode",
-            f"unknown request mode {mode!r} in {value!r}; choose from PULL, POP or POP:N",
-        )
-    if not sep:
-        return RequestMode(mode)
-    if mode != "POP":
-        raise InputError("arguments", "--request-mode", f"only POP takes a number (POP:N), got {value!r}")
-    try:
-        n = int(number.strip())
-    except ValueError:
-        n = None
-    if n is None or not -(2**31) <= n < 2**31:
-        raise InputError(
-            "arguments",
-            "--request-mode",
-            f"POP:N takes a whole number N (pop_share_queue_num), got {number.strip()!r} in {value!r}",
-        )
-    return RequestMode(mode, n)
-
-
-def _selector(name: str, value: str) -> str:
-    from rmqsim import schemas
-
-    return _choice("--selector", "selector", name.upper(), value, schemas.SELECTORS)
-
-
-def _send_latency_fault(text: str, value: str) -> bool:
-    flag = {"true": True, "false": False}.get(text.lower())
-    if flag is None:
-        raise InputError(
-            "arguments", "--send-latency-fault", f"expected true or false, got {text!r} in {value!r}"
-        )
-    return flag
-
-
-def parse_strategies(values: Sequence[str]) -> tuple[str | None, dict[str, str]]:
-    """``--strategy`` values: ``GROUP=NAME`` for one group, a bare ``NAME`` for every other group."""
-    parsed = _per_group(values, "--strategy", "NAME", _strategy)
-    return parsed.default, dict(parsed.by_group)
-
-
-def parse_rebalances(values: Sequence[str]) -> PerGroup[str]:
-    """``--rebalance`` values: ``GROUP=broker`` (client, broker or proxy, any case) for one group,
-    a bare value for every other group; written in lower case, as the contract spells them."""
-    return _per_group(values, "--rebalance", "client|broker|proxy", _rebalance)
-
-
-def parse_request_modes(values: Sequence[str]) -> PerGroup[RequestMode]:
-    """``--request-mode`` values: ``GROUP=POP:N``, ``GROUP=POP`` or ``GROUP=PULL`` for one group, a
-    bare value for every other group."""
-    return _per_group(values, "--request-mode", "PULL|POP[:N]", _request_mode)
-
-
-def parse_selectors(values: Sequence[str]) -> PerGroup[str]:
-    """``--selector`` values: ``PRODUCER_GROUP=HASH`` (HASH or ROUND_ROBIN, any case) for one producer
-    group, a bare value for every other; written in upper case."""
-    return _per_group(values, "--selector", "HASH|ROUND_ROBIN", _selector)
-
-
-def parse_send_latency_faults(values: Sequence[str]) -> PerGroup[bool]:
-    """``--send-latency-fault`` values: ``PRODUCER_GROUP=true`` (true or false, any case) for one
-    producer group, a bare value for every other."""
-    return _per_group(values, "--send-latency-fault", "true|false", _send_latency_fault)
-
-
 def _import_mqadmin(args: argparse.Namespace) -> int:
-    from rmqsim.mqadmin import importer
+    from rmqsim.mqadmin import flags, importer
 
-    default, by_group = parse_strategies(args.strategy)
+    default, by_group = flags.parse_strategies(args.strategy)
     imported = importer.import_mqadmin(
         args.in_dir,
         args.out,
         default_strategy=default,
         strategies=by_group,
-        rebalance=parse_rebalances(args.rebalance),
-        request_mode=parse_request_modes(args.request_mode),
-        selector=parse_selectors(args.selector),
-        send_latency_fault=parse_send_latency_faults(args.send_latency_fault),
+        rebalance=flags.parse_rebalances(args.rebalance),
+        request_mode=flags.parse_request_modes(args.request_mode),
+        selector=flags.parse_selectors(args.selector),
+        send_latency_fault=flags.parse_send_latency_faults(args.send_latency_fault),
     )
     print(", ".join(f"{table}: {n} rows" for table, n in imported.counts.items()) + f" in {args.out}")
     print("formats: " + "; ".join(f"{cmd} {', '.join(f)}" for cmd, f in imported.formats.items()))

@@ -10,10 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmqsim import cli
 from rmqsim.cli import main
 from rmqsim.errors import InputError
-from rmqsim.mqadmin import importer
+from rmqsim.mqadmin import flags, importer
 
 DATA = Path(__file__).resolve().parent / "data" / "mqadmin"
 T_LONG4 = "settlement_ledger_reconciliation_events_from_payment_gateway_v2_region_eu"
@@ -128,9 +127,9 @@ def test_import_writes_a_snapshot(tmp_path) -> None:
 
 
 def test_strategy_arguments() -> None:
-    assert cli.parse_strategies(["AVG_BY_CIRCLE", "g=avg"]) == ("AVG_BY_CIRCLE", {"g": "AVG"})
+    assert flags.parse_strategies(["AVG_BY_CIRCLE", "g=avg"]) == ("AVG_BY_CIRCLE", {"g": "AVG"})
     with pytest.raises(InputError, match=r"arguments\.--strategy: unknown strategy 'NOPE'"):
-        cli.parse_strategies(["g=nope"])
+        flags.parse_strategies(["g=nope"])
     with pytest.raises(InputError, match="no consumerConnection/<group>.txt for group"):
         _import("v5", cg_nope="AVG")
 
@@ -192,8 +191,8 @@ def test_pop_where_the_broker_does_not_balance_is_imported_with_a_warning() -> N
     # cg_old is balanced by the proxy, cg_new by its clients: POP counts for neither.
     imported = importer.to_tables(
         importer.read_capture(str(DATA / "languages")),
-        rebalance=cli.parse_rebalances(["cg_old=proxy"]),
-        request_mode=cli.parse_request_modes(["POP"]),
+        rebalance=flags.parse_rebalances(["cg_old=proxy"]),
+        request_mode=flags.parse_request_modes(["POP"]),
     )
     assert imported.tables["groups"].column_names == [
         "group",
@@ -211,9 +210,9 @@ def test_pop_where_the_broker_does_not_balance_is_imported_with_a_warning() -> N
 
 
 def test_rebalance_and_request_mode_arguments() -> None:
-    rebalance = cli.parse_rebalances(["Broker", "g= proxy "])
+    rebalance = flags.parse_rebalances(["Broker", "g= proxy "])
     assert (rebalance.default, dict(rebalance.by_group)) == ("broker", {"g": "proxy"})
-    modes = cli.parse_request_modes(["pop", "g=POP:-1", "h=POP:0", "k=pull"])
+    modes = flags.parse_request_modes(["pop", "g=POP:-1", "h=POP:0", "k=pull"])
     assert modes.default == importer.RequestMode("POP", None)
     assert dict(modes.by_group) == {
         "g": importer.RequestMode("POP", -1),
@@ -270,11 +269,11 @@ def test_flags_naming_a_group_without_a_capture_are_errors() -> None:
     with pytest.raises(
         InputError, match=r"arguments\.--rebalance: no consumerConnection/<group>\.txt for group\(s\) cg_x"
     ):
-        importer.to_tables(capture, rebalance=cli.parse_rebalances(["cg_x=broker"]))
+        importer.to_tables(capture, rebalance=flags.parse_rebalances(["cg_x=broker"]))
     with pytest.raises(
         InputError, match=r"arguments\.--request-mode: no consumerConnection/<group>\.txt .* cg_y"
     ):
-        importer.to_tables(capture, request_mode=cli.parse_request_modes(["cg_y=POP"]))
+        importer.to_tables(capture, request_mode=flags.parse_request_modes(["cg_y=POP"]))
 
 
 def test_an_indented_capture_imports_as_the_saved_one(tmp_path) -> None:

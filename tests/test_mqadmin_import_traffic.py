@@ -13,10 +13,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rmqsim import cli
 from rmqsim.cli import main
 from rmqsim.errors import InputError
-from rmqsim.mqadmin import importer
+from rmqsim.mqadmin import flags, importer
 
 DATA = Path(__file__).resolve().parent / "data" / "mqadmin"
 TRAFFIC = DATA / "traffic"
@@ -383,9 +382,9 @@ def test_selector_and_send_latency_fault_flags(tmp_path) -> None:
 
 
 def test_selector_and_send_latency_fault_arguments() -> None:
-    selector = cli.parse_selectors(["round_robin", "g= Hash "])
+    selector = flags.parse_selectors(["round_robin", "g= Hash "])
     assert (selector.default, dict(selector.by_group)) == ("ROUND_ROBIN", {"g": "HASH"})
-    fault = cli.parse_send_latency_faults(["TRUE", "g=false"])
+    fault = flags.parse_send_latency_faults(["TRUE", "g=false"])
     assert (fault.default, dict(fault.by_group), fault.get(None), fault.get("h")) == (
         True,
         {"g": False},

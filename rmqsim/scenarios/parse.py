@@ -9,17 +9,16 @@ snapshot into one-step scenarios.
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
 
 from rmqsim.errors import InputError
-from rmqsim.schemas import LANGUAGES, MAX_FACTOR, MAX_RATE, MESSAGE_MODELS, REBALANCES, REQUEST_MODES
+from rmqsim.scenarios.step_values import ALL, check_step, coerced, names_of, not_negative
+from rmqsim.schemas import MAX_FACTOR
 
-ALL = "all"
 AFTER_S = 600.0  # seconds from the step before (T_0 = 0) to a step (docs/CONTRACT.md, section 2e)
 ELEMENT = "/"  # a sweep's element scenario is "<sweep>/<element>": refused in the file's names
 BASELINE = "baseline"  # phase 0 is written once under this name
@@ -407,7 +406,7 @@ def _timing(value: object, where: str) -> Timing:
                 raise InputError(where, label, f"expected an integer, got {given!r}")
             values[key] = given
             continue
-        seconds = _not_negative(given, where, label)
+        seconds = not_negative(given, where, label)
         if key in _PERIODS and seconds <= 0:
             raise InputError(where, label, f"a clock's period must be above 0, got {given!r}")
         values[key] = seconds
@@ -431,7 +430,7 @@ def _sweeps(entries: list, source: str) -> tuple[Sweep, ...]:
         if "of" not in entry:
             raise InputError(where, "of", "missing: 'all' or a list of names")
         of = entry["of"]
-        out.append(Sweep(name, each, ALL if of == ALL else _names(of, where, "of")))
+        out.append(Sweep(name, each, ALL if of == ALL else names_of(of, where, "of")))
     return tuple(out)
 
 
@@ -491,13 +490,13 @@ def _step(entry: object, where: str) -> Step:
     unknown = sorted(set(args) - known)
     if unknown:
         raise InputError(where, kind, f"unknown key(s) {unknown}; expected some of {sorted(known)}")
-    values = {key: _coerce(key, value, where, kind) for key, value in args.items()}
+    values = {key: coerced(key, value, where, kind) for key, value in args.items()}
     try:
         step = cls(**values)
     except TypeError:
         missing = [f.name for f in fields(cls) if f.name not in values and _required(cls, f.name)]
         raise InputError(where, kind, f"missing key(s) {missing}") from None
-    _check_step(step, where, kind)
+    check_step(step, where, kind)
     return step
 
 
@@ -506,178 +505,3 @@ def _required(cls: type, name: str) -> bool:
 
     f = next(f for f in fields(cls) if f.name == name)
     return f.default is MISSING and f.default_factory is MISSING
-
-
-_LISTS = {"names", "client_ids", "consumer_idcs", "ips", "rooms"}
-_ALL_OR_LIST = {"topics", "brokers"}
-_INTS = {
-    "read_queue_nums",
-    "write_queue_nums",
-    "perm",
-    "count",
-    "seed",
-    "virtual_node_cnt",
-    "pop_share_queue_num",
-    "batch",
-}
-_FRACTIONS = {"fraction"}
-_RATES = {"msgs_per_s", "factor", "send_latency_ms"}  # numbers, not negative
-_SECONDS = {"after_s", "interval_s", "down_s"}  # numbers, not negative
-_BOOLS = {"tcp_closed", "graceful", "new_ip"}  # YAML's true or false
-_NULLABLE = {"send_latency_ms", "ips"}  # null means "clear it"
-
-
-def _coerce(key: str, value: object, where: str, kind: str) -> object:
-    label = f"{kind}.{key}"
-    if key in _ALL_OR_LIST:
-        if value == ALL:
-            return ALL
-        return _names(value, where, label)
-    if key in _LISTS:
-        return None if value is None and key in _NULLABLE else _names(value, where, label)
-    if key in _INTS:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(where, label, f"expected an integer, got {value!r}")
-        return value
-    if key in _FRACTIONS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputError(where, label, f"expected a number, got {value!r}")
-        return _double(value, where, label)
-    if key in _BOOLS:
-        if not isinstance(value, bool):
-            raise InputError(where, label, f"expected true or false, got {value!r}")
-        return value
-    if key in _RATES or key in _SECONDS:
-        return None if value is None and key in _NULLABLE else _not_negative(value, where, label)
-    if value is None or not isinstance(value, str) or not value.strip():
-        raise InputError(where, label, f"expected a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _not_negative(value: object, where: str, label: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise InputError(where, label, f"expected a number, 0 or more, got {value!r}")
-    return _double(value, where, label)
-
-
-def _double(value: int | float, where: str, label: str) -> float:
-    """``value`` as a double: YAML's integers have no bound, and one past 1.8e308 has no double."""
-    try:
-        return float(value)
-    except OverflowError:
-        digits = len(str(abs(int(value))))
-        problem = f"expected a number a double holds, got an integer of {digits} digits"
-        raise InputError(where, label, problem) from None
-
-
-def _names(value: object, where: str, label: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-        raise InputError(where, label, f"expected a non-empty list of names, got {value!r}")
-    return tuple(dict.fromkeys(v.strip() for v in value))
-
-
-def _check_step(step: Step, where: str, kind: str) -> None:
-    """Value checks that the step's types alone do not make; an InputError naming the key."""
-
-    def bad(key: str, problem: str) -> InputError:
-        return InputError(where, f"{kind}.{key}", problem)
-
-    for key in ("read_queue_nums", "write_queue_nums"):
-        value = getattr(step, key, None)
-        if value is not None and not 0 <= value <= 65535:
-            raise bad(key, f"must be between 0 and 65535, got {value}")
-    if isinstance(step, AddBrokers) and not 0 <= step.perm <= 15:
-        raise bad("perm", f"must be between 0 and 15, got {step.perm}")
-    if isinstance(step, SetQueueNums) and step.read_queue_nums is None and step.write_queue_nums is None:
-        raise bad("read_queue_nums", "give read_queue_nums, write_queue_nums or both")
-    if isinstance(step, (ConsumersJoin, ConsumersLeave, Crash)):
-        _check_who(step.client_ids, "count", step.count, step.count is not None and step.count < 1, bad)
-    if isinstance(step, StaleView):
-        fraction = step.fraction
-        _check_who(step.client_ids, "fraction", fraction, fraction is not None and not 0 < fraction <= 1, bad)
-    check = _STEP_CHECKS.get(type(step))
-    if check is not None:
-        check(step, bad)
-    if isinstance(step, ConsumersJoin) and step.language is not None:
-        _check_one_of(bad, "language", step.language, LANGUAGES)
-
-
-def _check_set_traffic(step: SetTraffic, bad: Callable[[str, str], InputError]) -> None:
-    if (step.msgs_per_s is None) == (step.factor is None):
-        raise bad("msgs_per_s", "give either msgs_per_s or factor")
-    for key, most in (("msgs_per_s", MAX_RATE), ("factor", MAX_FACTOR)):  # section 1's bounds
-        value = getattr(step, key)
-        if value is not None and value > most:
-            raise bad(key, f"must be at most {most:g}, got {value!r}")
-
-
-def _check_designate(step: Designate, bad: Callable[[str, str], InputError]) -> None:
-    for ip in step.ips or ():
-        if not is_ip(ip):
-            raise bad("ips", f"{ip!r} is not an IP address")
-
-
-def is_ip(text: str) -> bool:
-    """An IPv4 or IPv6 address as a client id's part before '@' holds it."""
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _check_one_of(
-    bad: Callable[[str, str], InputError], key: str, value: str, allowed: Sequence[str]
-) -> None:
-    if value.strip().upper() not in allowed:
-        raise bad(key, f"unknown {key} {value!r}; expected one of {', '.join(allowed)}")
-
-
-def _check_set_rebalance(step: SetRebalance, bad: Callable[[str, str], InputError]) -> None:
-    _check_one_of(bad, "rebalance", step.rebalance, REBALANCES)
-    if step.request_mode is not None:
-        _check_one_of(bad, "request_mode", step.request_mode, REQUEST_MODES)
-
-
-def _check_who(
-    client_ids: object, key: str, value: object, out_of_range: bool, bad: Callable[[str, str], InputError]
-) -> None:
-    """Steps that name their clients either by ``client_ids`` or by ``key`` (a count or fraction)."""
-    if (client_ids is None) == (value is None):
-        raise bad("client_ids", f"give either client_ids or {key} (with seed)")
-    if out_of_range:
-        limit = "must be at least 1" if key == "count" else "must be above 0 and at most 1"
-        raise bad(key, f"{limit}, got {value}")
-
-
-def _check_rolling_restart(step: RollingRestart, bad: Callable[[str, str], InputError]) -> None:
-    if step.batch < 1:
-        raise bad("batch", f"must be at least 1, got {step.batch}")
-    if step.interval_s <= 0:
-        raise bad("interval_s", f"must be above 0, got {step.interval_s:g}")
-
-
-def _check_set_strategy(step: SetStrategy, bad: Callable[[str, str], InputError]) -> None:
-    from rmqsim.strategies import STRATEGIES
-
-    if step.strategy.upper() not in STRATEGIES:
-        raise bad("strategy", f"unknown strategy {step.strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    if step.virtual_node_cnt is not None and step.virtual_node_cnt < 1:
-        raise bad("virtual_node_cnt", f"must be at least 1, got {step.virtual_node_cnt}")
-    if step.message_model is not None and step.message_model.strip().upper() not in MESSAGE_MODELS:
-        raise bad(
-            "message_model",
-            f"unknown message_model {step.message_model!r}; expected one of {', '.join(MESSAGE_MODELS)}",
-        )
-
-
-# Value checks of one step kind each (the others need none beyond _check_step's).
-_STEP_CHECKS: dict[type, Callable] = {
-    SetStrategy: _check_set_strategy,
-    SetRebalance: _check_set_rebalance,
-    SetTraffic: _check_set_traffic,
-    Designate: _check_designate,
-    RollingRestart: _check_rolling_restart,
-}

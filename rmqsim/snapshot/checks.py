@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from rmqsim.arrays import combined, row_codes
 from rmqsim.producers.versions import classify_versions
-from rmqsim.scenarios.parse import is_ip
+from rmqsim.scenarios.step_values import is_ip
 from rmqsim.schemas import (
     LANGUAGES,
     MAX_RATE,
