@@ -8,6 +8,8 @@ Exit codes: 0 success, 2 bad input (the message names table, column and problem)
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import math
 import os
@@ -36,6 +38,25 @@ def _spark_args(p: argparse.ArgumentParser) -> None:
         help="run through the Spark Connect server there (default: the SPARK_REMOTE environment "
         "variable); paths are then the server's",
     )
+
+
+def _output_args(p: argparse.ArgumentParser) -> None:
+    """What a run prints: tables for a person (default), nothing for a scheduled run, JSON for a
+    script; and how much it logs (to stderr)."""
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--quiet", action="store_true", help="print nothing but errors (scheduled runs)")
+    shown.add_argument(
+        "--json", action="store_true", help="print the run's results as one JSON document (scripts)"
+    )
+    p.add_argument("--verbose", action="store_true", help="log at DEBUG: Spark's resolved configuration")
+
+
+def _log_level(args: argparse.Namespace) -> int:
+    if getattr(args, "verbose", False):
+        return logging.DEBUG
+    if getattr(args, "quiet", False) or getattr(args, "json", False):
+        return logging.WARNING
+    return logging.INFO
 
 
 def _session(args: argparse.Namespace):
@@ -89,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="every strategy and the bundled scenarios on the sample snapshot")
     demo.add_argument("--out", default="out", help="output directory (default: ./out)")
+    _output_args(demo)
     _spark_args(demo)
 
     sim = sub.add_parser("simulate", help="simulate a snapshot")
@@ -130,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="K",
         help="the worst K elements of each sweep whose phases the other tables hold (default 3)",
     )
+    _output_args(sim)
     _spark_args(sim)
 
     rep = sub.add_parser(
@@ -336,6 +359,11 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         starting = Starting(lambda: _session(args))
         ahead = [build.build_group_routes(None, cfg, deferred=True)]  # pyarrow alone, while the JVM starts
         result = simulate.run(starting.result(), cfg, ahead)
+    if args.json:
+        print(json.dumps(_jsonable(dataclasses.asdict(result)), indent=1, allow_nan=False))
+        return 0
+    if args.quiet:
+        return 0
     if result.sweep:
         print(text.format_sweep(result.sweep))
         print()
@@ -365,6 +393,17 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     print(text.format_reconciliation(result.reconciliation))
     print(f"\noutputs in {result.out}")
     return 0
+
+
+def _jsonable(value: object) -> object:
+    """``value`` with every float that JSON cannot hold (NaN, infinity) as null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -466,9 +505,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(_log_level(args))  # rmqsim's own; other libraries stay at INFO
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     if args.command in ("demo", "simulate"):
         from rmqsim.freed_memory import keep_freed_memory
 

@@ -71,7 +71,9 @@ def build_session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    log.info("Spark %s; resolved configuration:\n%s", spark.version, describe_conf(resolved_conf(spark)))
+    log.info("Spark %s on %s", spark.version, spark.sparkContext.master)
+    if log.isEnabledFor(logging.DEBUG):  # --verbose: every setting, whatever set it
+        log.debug("resolved configuration:\n%s", describe_conf(resolved_conf(spark)))
     return spark
 
 

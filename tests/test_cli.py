@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import shutil
 import subprocess
@@ -62,7 +64,7 @@ def test_a_bad_scenarios_file_is_exit_code_2_before_spark_starts(tmp_path) -> No
     done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"), "--scenarios", str(bad))
     assert done.returncode == 2
     assert "unknown step kind" in done.stderr
-    assert "resolved configuration" not in done.stderr  # session.build_session's first log line
+    assert "rmqsim.session: Spark" not in done.stderr  # session.build_session's log line
 
 
 def test_a_stray_file_in_a_table_is_exit_code_2_before_spark_starts(tmp_path) -> None:
@@ -71,7 +73,7 @@ def test_a_stray_file_in_a_table_is_exit_code_2_before_spark_starts(tmp_path) ->
     done = _run("simulate", "--snapshot", snapshot, "--out", str(tmp_path / "out"))
     assert done.returncode == 2
     assert "consumers: consumers/part-00001.csv is not a Parquet file" in done.stderr
-    assert "resolved configuration" not in done.stderr
+    assert "rmqsim.session: Spark" not in done.stderr
 
 
 def test_partitions_below_one_is_exit_code_2(capsys) -> None:
@@ -298,3 +300,55 @@ def test_simulate_builds_a_local_snapshot_s_routes_without_spark(tmp_path, monke
     monkeypatch.setattr("rmqsim.cli._session", lambda args: (_ for _ in ()).throw(RuntimeError("no JVM")))
     assert main(["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(tmp_path / "out")]) == 1
     assert built == [None]
+
+
+def test_json_prints_the_run_s_results_as_one_document(tmp_path, capsys) -> None:
+    # One client on one queue, one strategy: phase 0 of scenario baseline only.
+    out = tmp_path / "out"
+    code = main(
+        ["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(out), "--strategies", "AVG", "--json"]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    doc = json.loads(printed)  # the whole of stdout: no table before or after it
+    assert doc["out"] == str(out)
+    [row] = doc["summary"]
+    assert (row["scenario"], row["phase"], row["strategy"]) == ("baseline", 0, "AVG")
+    assert row["queues"] == 1 and row["consumers"] == 1
+    for table in doc["reconciliation"]:  # nothing silently dropped: rows in = used + rejected
+        assert table["rows_read"] == table["rows_used"] + table["rows_rejected"]
+    assert {t["table"] for t in doc["reconciliation"]} >= {"brokers", "topic_queues", "consumers"}
+
+
+def test_quiet_prints_nothing_and_still_writes_the_run(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    code = main(
+        ["simulate", "--snapshot", _one_queue(tmp_path), "--out", str(out), "--strategies", "AVG", "--quiet"]
+    )
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.out == ""
+    assert pq.read_table(out / "summary").num_rows == 1  # (baseline, phase 0, AVG)
+
+
+def test_quiet_and_json_together_is_exit_code_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--snapshot", "s", "--out", "o", "--quiet", "--json"])
+    assert exited.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_spark_s_configuration_is_logged_at_debug_and_one_line_at_info(spark, caplog) -> None:
+    from rmqsim.session import build_session
+
+    line = f"Spark {spark.version} on {spark.sparkContext.master}"
+    with caplog.at_level(logging.INFO, logger="rmqsim.session"):
+        build_session(master="local[2]")  # the tests' session, got again
+    assert [r.getMessage() for r in caplog.records] == [line]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="rmqsim.session"):
+        build_session(master="local[2]")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == line
+    assert messages[1].startswith("resolved configuration:\n")
+    assert f"  spark.master={spark.sparkContext.master}" in messages[1]

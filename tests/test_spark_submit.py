@@ -41,6 +41,7 @@ def test_spark_submit_runs_the_packaged_job_from_outside_the_source_tree(
     code, log = submit_job(
         packaged,
         *("--snapshot", "snapshot", "--out", "out", "--scenarios", "one.yml", "--strategies", "AVG,STICKY"),
+        "--verbose",  # Spark's resolved configuration is logged at DEBUG
         master="local[2]",
         options=[
             "--properties-file",
