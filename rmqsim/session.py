@@ -16,6 +16,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from rmqsim import progress
+
 log = logging.getLogger(__name__)
 
 DEFAULTS = {
@@ -174,14 +176,16 @@ def describe_conf(conf: Mapping[str, str]) -> str:
 
 @contextmanager
 def job_description(spark: SparkSession, text: str) -> Iterator[None]:
-    """Name the Spark jobs run inside: the Spark UI, its REST API and bench/profile_jobs.py show it."""
+    """Name the Spark jobs run inside: the Spark UI, its REST API and bench/profile_jobs.py show it;
+    and say how far they got (rmqsim.progress)."""
     if is_remote(spark):  # no SparkContext, and no local properties to set
         yield
         return
     context = spark.sparkContext
     context.setJobDescription(text)
     try:
-        yield
+        with progress.reported(context, text):
+            yield
     finally:
         context.setJobDescription(None)  # type: ignore[arg-type]
 
