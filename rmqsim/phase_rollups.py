@@ -15,7 +15,6 @@ whole, since an untouched phase repeats phase 0's rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -80,16 +79,11 @@ def rolled_up(
     # One scenario at a time. Two rebuilt at once ran the rollups in 5.6 s against 8.6 s on the 2M
     # fleet's 24 scenarios, a helper thread that read the next and finished the one before in 6.3
     # s; but they raised the driver's peak from 0.50 GB to 0.65 and 0.54 GB (bench/README.md).
-    # Within a scenario, its summary is worked in a helper thread beside its movement (Arrow and
-    # numpy let go of the GIL): both read the same rows, so the driver holds nothing more.
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-summary") as pool:
-        for scenario in scenarios:
-            rows = read(scenario)
-            summarising = pool.submit(rolling.summarised, scenario, rows)
-            moved = rolling.moved(scenario, rows)
-            summary, split = summarising.result()
-            rolling.kept(rolling.rolled(scenario, rows, summary, split, moved))
-            del rows, moved
+    for scenario in scenarios:
+        rows = read(scenario)
+        summary, split = rolling.summarised(scenario, rows)
+        rolling.kept(rolling.rolled(scenario, rows, summary, split))
+        del rows
     return rolling.finished()
 
 
@@ -157,12 +151,11 @@ class _Rolling:
             for k in range(1, last + 1)
         ]
 
-    def moved(self, scenario: str, rows: Written) -> tuple[pa.Table, Advised] | None:
-        """A scenario's movement as comparison reads it, and the recommendation's rows of it
-        (_touched_rows); None without movement."""
+    def rolled(self, scenario: str, rows: Written, summary: pa.Table, brains: list[pa.Table]) -> _Rolled:
+        """The rest of a scenario's rollups, from its rows, its summary and phase 0's rows."""
         base = self.base
         if base.movement is None or self.load is None:
-            return None
+            return _Rolled(summary, brains, _thrown(rows))
         # comparison reads every (topic, group) from phase 0 to the last, and what each step moved:
         # an untouched one moves nothing at a step, so its rows are needed at the last phase alone,
         # not at each of a rolling restart's 80.
@@ -179,21 +172,8 @@ class _Rolling:
         )
         earlier = rows.movement.filter(pc.less(rows.movement["to_phase"], last))
         moved = pa.concat_tables([moved, earlier.cast(moved.schema)])
-        return moved, _touched_rows(base, self.load, rows, self.touched, scenario)
-
-    def rolled(
-        self,
-        scenario: str,
-        rows: Written,
-        summary: pa.Table,
-        brains: list[pa.Table],
-        moved: tuple[pa.Table, Advised] | None,
-    ) -> _Rolled:
-        """The rest of a scenario's rollups, from its rows, its summary and what ``moved`` gave."""
-        if moved is None:
-            return _Rolled(summary, brains, _thrown(rows))
-        movement, advised = moved
-        compared = rollups.comparison(summary, movement, rows.handover)
+        advised = _touched_rows(base, self.load, rows, self.touched, scenario)
+        compared = rollups.comparison(summary, moved, rows.handover)
         return _Rolled(summary, brains, _thrown(rows), compared, advised)
 
     def kept(self, done: _Rolled) -> None:
