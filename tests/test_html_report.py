@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -80,8 +82,16 @@ def _tables(text: str) -> _Tables:
 
 
 @pytest.fixture(scope="module")
-def page(sample_run) -> Path:
-    assert main(["report", "--run", str(sample_run), "--html"]) == 0
+def printed(sample_run) -> str:
+    """`rmqsim report --html` on the sample run, once for the module: what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["report", "--run", str(sample_run), "--html"]) == 0
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def page(printed, sample_run) -> Path:
     return sample_run / "report.html"
 
 
@@ -240,9 +250,8 @@ def _behind(run: Path) -> pd.DataFrame:
     return load[over | never][["scenario", "phase", "strategy", "group"]].drop_duplicates()
 
 
-def test_report_prints_its_path_and_leaves_no_temp_file(sample_run, capsys) -> None:
-    assert main(["report", "--run", str(sample_run), "--html"]) == 0
-    assert f"html report: {sample_run / 'report.html'}" in capsys.readouterr().out
+def test_report_prints_its_path_and_leaves_no_temp_file(printed, sample_run) -> None:
+    assert f"html report: {sample_run / 'report.html'}" in printed
     assert not list(sample_run.glob(".report.html.*"))
 
 
