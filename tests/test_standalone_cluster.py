@@ -155,7 +155,7 @@ def test_spark_submit_to_a_standalone_cluster_gives_the_tables_of_a_local_run(
     )
     assert code == 0, log[-5000:]
     assert f"from {packaged / ZIP}/rmqsim/__init__.py" in log  # the driver's rmqsim: the zip
-    assert f"spark.master={url}" in log
+    assert "rmqsim.session: Spark " in log and f" on {url}\n" in log  # the session's INFO line
     # A second attempt ran beside the first and lost: Spark logs it as killed. The reason it logs
     # is a race inside Spark: the successful attempt's kill ("another attempt succeeded") or the
     # finished stage's ("Stage cancelled: Stage finished"), whichever reaches the executor first;
