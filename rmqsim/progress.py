@@ -1,13 +1,12 @@
-"""How far a long Spark job has got. On a terminal Spark draws its own bar (session.build_session
-turns spark.ui.showConsoleProgress on there); elsewhere (a scheduled run's log, CI) a log line
-every few seconds says how many of the running stages' tasks are done. A job shorter than that
-says nothing.
+"""How far a long Spark job has got. Where Spark draws its own bar (spark.ui.showConsoleProgress:
+session.build_session turns it on at a terminal) that is it; elsewhere (a scheduled run's log, CI)
+a log line every few seconds says how many of the running stages' tasks are done. A job shorter
+than that says nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,8 +32,8 @@ def tasks_done(context: SparkContext) -> tuple[int, int] | None:
 @contextmanager
 def reported(context: SparkContext, what: str, *, every_s: float = EVERY_S) -> Iterator[None]:
     """While the block runs (a Spark job named ``what``), a line every ``every_s`` seconds with
-    its tasks done, when it changed; nothing on a terminal, where Spark's bar shows it."""
-    if sys.stderr.isatty() or not log.isEnabledFor(logging.INFO):
+    its tasks done, when it changed; nothing where Spark's own bar shows it."""
+    if _bar_shown(context) or not log.isEnabledFor(logging.INFO):
         yield
         return
     finished = threading.Event()
@@ -54,3 +53,8 @@ def reported(context: SparkContext, what: str, *, every_s: float = EVERY_S) -> I
     finally:
         finished.set()
         watcher.join()
+
+
+def _bar_shown(context: SparkContext) -> bool:
+    """Whether Spark draws its console progress bar: the session's setting, whoever set it."""
+    return context.getConf().get("spark.ui.showConsoleProgress", "false").strip().lower() == "true"
