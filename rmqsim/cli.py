@@ -48,6 +48,12 @@ def _output_args(p: argparse.ArgumentParser) -> None:
     shown.add_argument(
         "--json", action="store_true", help="print the run's results as one JSON document (scripts)"
     )
+    shown.add_argument(
+        "--wide",
+        action="store_true",
+        help="print every table whole, a table per scenario, as wide as it is; by default the "
+        "findings, then tables at most 100 columns wide",
+    )
     p.add_argument("--verbose", action="store_true", help="log at DEBUG: Spark's resolved configuration")
 
 
@@ -329,8 +335,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> int:
     from rmqsim import build, config, simulate
-    from rmqsim.reporting import text
-    from rmqsim.scenarios.parse import ELEMENT, RollingRestart
+    from rmqsim.scenarios.parse import RollingRestart
 
     cfg = config.SimulateConfig(
         snapshot=snapshot,
@@ -364,6 +369,54 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
         return 0
     if args.quiet:
         return 0
+    if args.wide:
+        _print_wide(result, restarted)
+    else:
+        _print_compact(result, {r.name: r for r in runs})
+    return 0
+
+
+def _print_compact(result, runs: dict) -> None:
+    """The findings first, then one table per concern, none wider than 100 columns."""
+    from rmqsim.reporting import compact
+    from rmqsim.reporting.findings import findings, format_findings
+
+    def label(scenario: str, phase: int) -> str:
+        return runs[scenario].label(phase) if scenario in runs else ""
+
+    found = findings(
+        summary=result.summary,
+        comparison=result.comparison,
+        recommendation=result.recommendation,
+        sweep=result.sweep,
+        steps=result.steps,
+        behind=result.behind,
+        stranded=result.stranded,
+        label=label,
+    )
+    blocks = [format_findings(found)]
+    first = min(r["scenario"] for r in result.summary)
+    blocks.append(
+        compact.format_snapshot([r for r in result.summary if r["scenario"] == first and r["phase"] == 0])
+    )
+    if result.comparison:
+        blocks.append(compact.format_scenarios(result.comparison))
+    if result.sweep:
+        blocks.append(compact.format_sweeps(result.sweep))
+    if result.recommendation:
+        blocks.append(compact.format_recommendation(result.recommendation, result.recommended_groups))
+    if result.exposure:
+        blocks.append(compact.format_exposure(result.exposure))
+    blocks.append(compact.format_reconciliation(result.reconciliation))
+    blocks.append(f"outputs in {result.out}\nevery table, and charts: rmqsim report --run OUT --html")
+    print("\n\n".join(blocks))
+
+
+def _print_wide(result, restarted: list[str]) -> None:
+    """Every table whole, as wide as it is: a table per scenario, each strategy a row."""
+    from rmqsim.reporting import text
+    from rmqsim.scenarios.parse import ELEMENT
+
     if result.sweep:
         print(text.format_sweep(result.sweep))
         print()
@@ -392,7 +445,6 @@ def _simulate(args: argparse.Namespace, *, snapshot: str, strategies: str) -> in
     print()
     print(text.format_reconciliation(result.reconciliation))
     print(f"\noutputs in {result.out}")
-    return 0
 
 
 def _jsonable(value: object) -> object:

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim import phase_summary, phases, recommendation, rollups
+from rmqsim import phase_summary, phases, recommendation, rollups, step_costs
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
@@ -58,6 +58,9 @@ class Rollups:
     split_brain: pa.Table | None = None
     exposure: pa.Table | None = None
     thrown: pa.Table | None = None  # group_metrics' rows with an error (rollups.allocation_rejects)
+    steps: pa.Table | None = None  # step_costs.step_costs of every scenario
+    behind: pa.Table | None = None  # step_costs.snapshot_behind: None without capacities
+    stranded: pa.Table | None = None  # step_costs.snapshot_stranded
 
 
 def rolled_up(
@@ -73,7 +76,16 @@ def rolled_up(
     Where later phases hold what changed, one scenario's rows are read at a time."""
     if touched is None:
         written = read(None)
-        return replace(_of(written, stale_views=stale_views, recommend=True), thrown=_thrown(written))
+        at_0 = _behind_at_0(written.falling_behind)
+        return replace(
+            _of(written, stale_views=stale_views, recommend=True),
+            thrown=_thrown(written),
+            steps=step_costs.step_costs(
+                written.handover, step_costs.behind_rows(written.falling_behind), at_0
+            ),
+            behind=step_costs.snapshot_behind(at_0),
+            stranded=step_costs.snapshot_stranded(_first_at_0(written.group_metrics)),
+        )
     scenarios = sorted(s for s in last if s != phases.SNAPSHOT)
     rolling = _Rolling(read(phases.SNAPSHOT), touched, last, scenarios[0], stale_views=stale_views)
     # One scenario at a time. Two rebuilt at once ran the rollups in 5.6 s against 8.6 s on the 2M
@@ -111,6 +123,8 @@ class _Rolling:
         self.comparisons: list[pa.Table] = []
         self.brains: list[pa.Table] = []
         self.thrown = [_thrown(base)]
+        self.behind_at_0 = step_costs.behind_rows(base.falling_behind)
+        self.steps: list[pa.Table] = []
         # The recommendation weighs each group's load: phase 0's taken once.
         self.load = None if base.movement is None else rollups.group_load(base.consumer_load)
         self.advised = [] if self.load is None else [_untouched(base, self.load, touched.slice(0, 0))]
@@ -154,8 +168,11 @@ class _Rolling:
     def rolled(self, scenario: str, rows: Written, summary: pa.Table, brains: list[pa.Table]) -> _Rolled:
         """The rest of a scenario's rollups, from its rows, its summary and phase 0's rows."""
         base = self.base
+        steps = step_costs.step_costs(
+            rows.handover, step_costs.behind_rows(rows.falling_behind), self.behind_at_0
+        )
         if base.movement is None or self.load is None:
-            return _Rolled(summary, brains, _thrown(rows))
+            return _Rolled(summary, brains, _thrown(rows), steps)
         # comparison reads every (topic, group) from phase 0 to the last, and what each step moved:
         # an untouched one moves nothing at a step, so its rows are needed at the last phase alone,
         # not at each of a rolling restart's 80.
@@ -174,13 +191,14 @@ class _Rolling:
         moved = pa.concat_tables([moved, earlier.cast(moved.schema)])
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
         compared = rollups.comparison(summary, moved, rows.handover)
-        return _Rolled(summary, brains, _thrown(rows), compared, advised)
+        return _Rolled(summary, brains, _thrown(rows), steps, compared, advised)
 
     def kept(self, done: _Rolled) -> None:
         """A scenario's rollups added to the run's, in the order of the scenarios."""
         self.summaries.append(done.summary)
         self.brains.extend(done.brains)
         self.thrown.append(done.thrown)
+        self.steps.append(done.steps)
         if done.comparison is None or done.advised is None:
             return
         self.comparisons.append(done.comparison)
@@ -192,13 +210,17 @@ class _Rolling:
     def finished(self) -> Rollups:
         summary = _sorted(pa.concat_tables(self.summaries), ["scenario", "phase", "strategy"])
         thrown = pa.concat_tables(self.thrown)
+        steps = pa.concat_tables(self.steps) if self.steps else step_costs.STEP_COSTS.empty_table()
+        behind = step_costs.snapshot_behind(self.behind_at_0)
+        stranded = step_costs.snapshot_stranded(self.base.group_metrics)
         if self.base.movement is None:
-            return Rollups(summary, thrown=thrown)
+            return Rollups(summary, thrown=thrown, steps=steps, behind=behind, stranded=stranded)
         comparison = _sorted(pa.concat_tables(self.comparisons), ["scenario", "strategy"])
         brain = pa.concat_tables(self.brains) if self.stale_views else None
         exposure = rollups.exposure(brain) if self.stale_views else None
         parts = [*self.advised, _part(self.pending)] if self.pending else self.advised
-        return Rollups(summary, comparison, recommendation.merged(parts), brain, exposure, thrown)
+        advice = recommendation.merged(parts)
+        return Rollups(summary, comparison, advice, brain, exposure, thrown, steps, behind, stranded)
 
 
 @dataclass(frozen=True)
@@ -209,6 +231,7 @@ class _Rolled:
     summary: pa.Table
     brains: list[pa.Table]
     thrown: pa.Table
+    steps: pa.Table  # step_costs.step_costs
     comparison: pa.Table | None = None
     advised: Advised | None = None
 
@@ -255,6 +278,18 @@ def _part(rows: list[Advised]) -> recommendation.Part:
     handovers = [r[3] for r in rows if r[3] is not None]
     handover = pa.concat_tables(handovers) if handovers else None
     return recommendation.part(*(pa.concat_tables([r[i] for r in rows]) for i in range(3)), handover)
+
+
+def _behind_at_0(falling_behind: pa.Table | None) -> pa.Table | None:
+    """behind_rows of one scenario's phase 0 (the snapshot, the same in each) of tables read whole."""
+    behind = step_costs.behind_rows(falling_behind)
+    return behind if behind is None else _first_at_0(behind)
+
+
+def _first_at_0(rows: pa.Table) -> pa.Table:
+    """``rows`` of phase 0 of one scenario (the first by name): phase 0 is the snapshot in each."""
+    at_0 = rows.filter(pc.equal(rows["phase"], 0))
+    return at_0.filter(pc.equal(at_0["scenario"], pc.min(at_0["scenario"]))) if at_0.num_rows else at_0
 
 
 def _sorted(table: pa.Table, keys: list[str]) -> pa.Table:

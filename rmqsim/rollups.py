@@ -129,8 +129,9 @@ CONSUMER_LOAD_COLUMNS = (
     "over_capacity",
     "lag_growth_msgs_per_s",
 )
-# What summary reads of falling_behind: its groups with a client over capacity.
-BEHIND_COLUMNS = (*RUN, "group", "clients_over_capacity")
+# What summary reads of falling_behind (its groups with a client over capacity), and the findings'
+# step costs (rmqsim.step_costs) their lag growth.
+BEHIND_COLUMNS = (*RUN, "group", "clients_over_capacity", "lag_growth_msgs_per_s")
 # Sums of doubles over rows the tasks wrote in no fixed order are taken in millionths as integers
 # (EXACT): the same rows give the same figure to the last bit, however the tasks were split.
 

@@ -55,6 +55,12 @@ class RunResult:
     reconciliation: list[dict] = field(default_factory=list)  # per table: read, used, rejected
     sweep: list[dict] = field(default_factory=list)  # per (sweep, element, strategy), with sweeps
     recommended_groups: int = 0  # recommendation/'s rows
+    # What the findings name groups by (rmqsim.step_costs): per (scenario, phase, strategy) of a
+    # step, per group behind in the snapshot (none without capacities), and per (topic, group)
+    # the snapshot strands messages of.
+    steps: list[dict] = field(default_factory=list)
+    behind: list[dict] = field(default_factory=list)
+    stranded: list[dict] = field(default_factory=list)
 
 
 def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
@@ -376,6 +382,9 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
         sorted(counted.to_pylist(), key=lambda r: reconcile.TABLES.index(r["table"])),
         _rows(sweep),
         0 if advice is None else advice.num_rows,
+        _rows(rolled.steps),
+        _rows(rolled.behind),
+        _rows(rolled.stranded),
     )
 
 

@@ -118,7 +118,7 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     out, done = demo_run  # run from a temporary directory: conftest.py
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert any(line.startswith("strategy") and "fleet max/mean" in line for line in lines)
+    assert any(line.startswith("strategy") and "max/mean" in line for line in lines)
     names = {
         "AVG",
         "AVG_BY_CIRCLE",
@@ -150,8 +150,10 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
         "pay-consumer-rolling-deploy",
         "order-consumer-host-lost",
     )
+    # A row each in the table of scenarios (every strategy folded into it).
+    table = lines[lines.index("scenarios, phase 0 against the last: fewest-most over the strategies") :]
     for scenario in scenarios:
-        assert any(line.startswith(f"scenario {scenario}: phase 0 against phase") for line in lines), scenario
+        assert any(line.split()[:1] == [scenario] for line in table), scenario
     # The bundled sweeps: every broker and room of the sample (5 brokers, rooms hz-a and hz-b),
     # each sweep's worst elements printed first; the worst 3 per strategy have their phases.
     assert "sweep broker-loss: the worst 3 of 5 elements" in lines
@@ -200,10 +202,14 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     # drain those queues during that step, so the second step strands nothing.
     assert safe.most_clients_without_messages == 3 and safe.advice is None
     assert (safe.most_stranded_msgs_per_s, safe.stranded_backlog_after) == (250.0, 0)
-    assert sum(line.startswith("advice: ") for line in lines) == 2  # comparison's and recommendation's
-    assert any("stranded msgs/s" in line for line in lines)
+    # The advice once (the recommendation's, which the comparison's repeats), wrapped to the width.
+    assert sum(line.startswith("advice: ") for line in lines) == 1
+    assert any("stranded/s" in line for line in lines)
     # The split-brain scenario: a risk table, and its stale phase doubles or strands queues.
-    assert any(line.startswith("split-brain risk, scenario pay-consumer-split-brain") for line in lines)
+    risk_table = lines[
+        lines.index("split-brain risk: queues of the stale phase, the most exposed strategy") :
+    ]
+    assert any(line.startswith("pay-consumer-split-brain ") for line in risk_table)
     split = pq.read_table(out / "split_brain").to_pandas()
     risk = split[split.scenario == "pay-consumer-split-brain"]
     assert set(risk.group) == {"pay-consumer"} and set(risk.phase) == {2} and (risk.stale_clients == 3).all()
@@ -246,7 +252,7 @@ def test_demo_runs_on_the_bundled_sample_from_any_directory(demo_run, tmp_path) 
     behind = (backlog.broker_offset - backlog.consumer_offset).clip(lower=0).sum()
     assert advice.loc["order-consumer"].clients_needed == math.ceil((1503 + behind / 3600) / 360)
     # The demo prints them beside the queue counts.
-    assert any("over capacity" in line and "lag growth msgs/s" in line for line in lines)
+    assert any("over cap" in line and "lag" in line for line in lines)
     # designate-risk-engine: risk-engine's hz-b pods (10.0.4.3 and .4) are not designated-aware yet.
     rollout = split[split.scenario == "designate-risk-engine"]
     assert set(rollout.group) == {"risk-engine"} and (rollout.unaware_clients == 2).all()
@@ -352,3 +358,95 @@ def test_spark_s_configuration_is_logged_at_debug_and_one_line_at_info(spark, ca
     assert messages[0] == line
     assert messages[1].startswith("resolved configuration:\n")
     assert f"  spark.master={spark.sparkContext.master}" in messages[1]
+
+
+def test_demo_opens_with_findings_in_100_lines_of_100_columns(demo_run) -> None:
+    out, done = demo_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 100 and max(len(line) for line in lines) <= 100
+    block = lines[: lines.index("")]
+    assert block[0].startswith("findings") and len(block) <= 15
+    found = [line.strip() for line in block[1:] if not line.strip().startswith("... ")]
+
+    def table(name: str):
+        rows = pq.read_table(out / name).to_pandas()
+        return rows.astype({c: str for c in rows.columns if rows[c].dtype == "category"})
+
+    summary, behind, handover, sweep = (
+        table("summary"),
+        table("falling_behind"),
+        table("handover"),
+        table("sweep"),
+    )
+    names = (
+        set(table("recommendation").group)
+        | set(summary.scenario)
+        | set(sweep.element)
+        | set(table("queue_traffic").topic)
+    )
+    for line in found:  # each names its subject: a group, scenario, sweep element or topic of the run
+        assert any(name in line.replace(",", " ").replace("@", " ").split() for name in names), line
+    strategies = summary.strategy.nunique()
+
+    # Behind in the snapshot: the groups with a client over capacity at phase 0, under the most
+    # strategies first.
+    at_0 = behind[(behind.phase == 0) & (behind.clients_over_capacity > 0)]
+    at_0 = at_0[at_0.scenario == at_0.scenario.min()]
+    counts = at_0.groupby("group").strategy.nunique().sort_values(ascending=False)
+    [now] = [line for line in found if line.startswith("behind in the snapshot: ")]
+    assert now.startswith(
+        f"behind in the snapshot: {counts.index[0]} ({counts.iloc[0]} of {strategies} strategies"
+    )
+
+    # Stranded in the snapshot: clicks is written to 8 queues on each of its two brokers and read
+    # from 4, so half its 500 msgs/s (250) lands where analytics, its one reader, never reads.
+    assert "stranded in the snapshot: 250 msgs/s of analytics@clicks" in found
+
+    # Each sweep's worst element: the lowest mean rank over the strategies.
+    for name, rows in sweep.groupby("sweep"):
+        worst = rows.groupby("element")["rank"].mean().sort_values(kind="stable").index[0]
+        assert any(line.startswith(f"sweep {name}: {worst} hurts most") for line in found), name
+
+    # A scenario's step: the group it puts behind (not behind at phase 0 under that strategy) with
+    # its lag growth, else the messages its hand-overs delay or double and whose most.
+    steps = [line for line in found if ": " in line and line.split(",")[0] in set(summary.scenario)]
+    assert steps
+    for line in steps:
+        head, what = line.split(": ", 1)
+        scenario, strategy = head.split(", ")[0], head.split(", ")[-1]
+        if " falls behind, +" in what:
+            group, lag = what.split(" falls behind, +")
+            later = behind[
+                (behind.scenario == scenario) & (behind.strategy == strategy) & (behind.group == group)
+            ]
+            was = at_0[(at_0.strategy == strategy) & (at_0.group == group)]
+            assert was.empty and (later.clients_over_capacity > 0).any(), line
+            assert round(later.lag_growth_msgs_per_s.max()) == int(lag.split()[0]), line
+        else:
+            msgs, group = what.split(" msgs of ")[0], what.split(" msgs of ")[1].split(" late")[0]
+            mine = handover[(handover.scenario == scenario) & (handover.strategy == strategy)]
+            cost = (mine.msgs_delayed + mine.msgs_read_twice).groupby([mine.to_phase, mine.group]).sum()
+            phase = cost.groupby(level=0).sum().idxmax()
+            assert round(cost.loc[phase].sum()) == int(msgs), line
+            assert cost.loc[phase].idxmax() == group, line
+
+
+def test_wide_prints_every_table_whole_and_the_default_the_findings_first(tmp_path, capsys) -> None:
+    # One client on one queue, one strategy, no scenario: nothing to find, phase 0's summary.
+    snapshot = _one_queue(tmp_path)
+    args = ["simulate", "--snapshot", snapshot, "--strategies", "AVG"]
+    assert main([*args, "--out", str(tmp_path / "wide"), "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0] == "scenario baseline, phase 0"
+    assert wide[1].split("  ")[:3] == ["strategy", "groups", "consumers"] and "fleet max/mean" in wide[1]
+    assert main([*args, "--out", str(tmp_path / "compact")]) == 0
+    compact = capsys.readouterr().out.splitlines()
+    assert compact[:2] == [
+        "findings (the worst over the strategies run)",
+        "  nothing: no group behind, no message stranded, no step with a cost",
+    ]
+    # 1 group, 1 client, 1 queue: AVG's max q 1, nobody idle, nothing unread.
+    assert compact[3] == "the snapshot: 1 groups, 1 clients, 1 queues"
+    assert compact[6].split()[:6] == ["AVG", "1", "1", "1.00", "0", "0"]
+    assert max(len(line) for line in compact) <= 100
