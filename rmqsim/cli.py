@@ -267,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
         help="clusterList.txt, topicRoute/<topic>.txt, consumerConnection/<group>.txt, "
         "consumerProgress/<group>.txt; optionally statsAll.txt, "
         "producerConnection/<producer_group>/<topic>.txt, topicStatus/<topic>.txt "
-        "(README: Importing mqadmin output)",
+        "(docs/snapshots.md: Snapshots from a real cluster)",
     )
     imp.add_argument("--out", required=True, help="the snapshot directory to write")
     imp.add_argument(
