@@ -1,5 +1,6 @@
-"""Fixtures: one SparkSession for the whole test session (local[2], UI off, UTC), the demo's run,
-`make package`'s artefacts. The builders of test inputs are in tests/builders.py."""
+"""Fixtures: one SparkSession for the whole test session of each pytest-xdist worker (local[2], UI
+off, UTC), the demo's run, `make package`'s artefacts. The builders of test inputs are in
+tests/builders.py."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ import pytest
 from rmqsim.sink import KINDS
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Every JVM the tests start (this session's, and spark-submit's, Spark Connect's, a standalone
+# cluster's) compiles with C1 alone: their work is many small queries, each new generated code,
+# and C2 spent half the JVM's CPU compiling it (52 of 95 CPU-s over test_scenarios, test_capacity
+# and test_broker_balancing; with C1 alone, 79 CPU-s against 129 for the machine, 68 s against
+# 79 s of wall time). Runs outside the tests keep the JVM's default.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 @pytest.fixture(scope="session")
