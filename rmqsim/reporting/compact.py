@@ -104,7 +104,8 @@ def format_snapshot(rows: Rows) -> str:
     if inflow is not None:
         title += f", {float(inflow):.0f} msgs/s in"
     table = fitted(sorted(rows, key=lambda r: str(r["strategy"])), SNAPSHOT_COLUMNS, "summary")
-    return f"{title}\n{table}\nmax/mean: the worst group's; stranded and lag: msgs/s"
+    legend = "max/mean: the worst group's" + ("; stranded and lag: msgs/s" if inflow is not None else "")
+    return f"{title}\n{table}\n{legend}"
 
 
 def scenario_rows(comparison: Rows) -> list[dict]:
