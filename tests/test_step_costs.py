@@ -110,6 +110,9 @@ def test_a_scenario_s_strategies_fold_into_one_row() -> None:
         "8-30",
         "STICKY",
     )
+    # Without traffic every hand-over costs 0 messages: no strategy is cheaper than another.
+    [free] = compact.scenario_rows([{**r, "msgs_delayed": 0.0} for r in rows])
+    assert (free["handover_msgs"], free["cheapest"]) == ("0", None)
 
 
 def test_tables_leave_out_their_last_columns_rather_than_pass_the_width() -> None:

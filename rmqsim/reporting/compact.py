@@ -112,7 +112,8 @@ def scenario_rows(comparison: Rows) -> list[dict]:
     """comparison/'s rows folded to one per scenario of the file (a sweep's elements are in its
     own table): queues moved as the fewest-most over the strategies, the most lag growth and
     messages stranded after, and the hand-overs' messages (delayed or read twice) as the
-    cheapest-costliest over the strategies that hand queues over, with the cheapest one."""
+    cheapest-costliest over the strategies that hand queues over, with the cheapest one where
+    it costs less than another."""
     by: dict[str, list[Mapping[str, object]]] = {}
     for row in comparison:
         if ELEMENT not in str(row["scenario"]):
@@ -129,7 +130,8 @@ def scenario_rows(comparison: Rows) -> list[dict]:
                 "lag_growth_msgs_per_s_after": _most(rows, "lag_growth_msgs_per_s_after"),
                 "most_stranded_msgs_per_s": _most(rows, "most_stranded_msgs_per_s"),
                 "handover_msgs": _span([round(c) for c, _ in costs]),
-                "cheapest": costs[0][1] if costs else None,
+                # Named only where it costs less than another: a tie at 0 (no traffic) names none.
+                "cheapest": costs[0][1] if costs and costs[0][0] < costs[-1][0] else None,
             }
         )
     return out
