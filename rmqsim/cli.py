@@ -394,11 +394,7 @@ def _print_compact(result, runs: dict) -> None:
         stranded=result.stranded,
         label=label,
     )
-    blocks = [format_findings(found)]
-    first = min(r["scenario"] for r in result.summary)
-    blocks.append(
-        compact.format_snapshot([r for r in result.summary if r["scenario"] == first and r["phase"] == 0])
-    )
+    blocks = [format_findings(found), compact.format_snapshot(_snapshot_rows(result))]
     if result.comparison:
         blocks.append(compact.format_scenarios(result.comparison))
     if result.sweep:
@@ -412,6 +408,12 @@ def _print_compact(result, runs: dict) -> None:
     print("\n\n".join(blocks))
 
 
+def _snapshot_rows(result) -> list[dict]:
+    """The summary's rows of phase 0, the snapshot in every scenario: the first scenario's."""
+    first = min(r["scenario"] for r in result.summary)
+    return [r for r in result.summary if r["scenario"] == first and r["phase"] == 0]
+
+
 def _print_wide(result, restarted: list[str]) -> None:
     """Every table whole, as wide as it is: a table per scenario, each strategy a row."""
     from rmqsim.reporting import text
@@ -423,9 +425,10 @@ def _print_wide(result, restarted: list[str]) -> None:
     if result.comparison:
         # Phase 0 is the snapshot in every scenario: its table once, then what each scenario changes.
         first = min(r["scenario"] for r in result.summary)
-        snapshot_rows = [r for r in result.summary if r["scenario"] == first and r["phase"] == 0]
         print(
-            text.format_summary(snapshot_rows).replace(f"scenario {first}, phase 0", "the snapshot (phase 0)")
+            text.format_summary(_snapshot_rows(result)).replace(
+                f"scenario {first}, phase 0", "the snapshot (phase 0)"
+            )
         )
         print()
         # A sweep's detailed elements are in its table above: the scenarios of the file here.

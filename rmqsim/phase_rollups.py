@@ -76,13 +76,12 @@ def rolled_up(
     Where later phases hold what changed, one scenario's rows are read at a time."""
     if touched is None:
         written = read(None)
-        at_0 = _behind_at_0(written.falling_behind)
+        behind = step_costs.behind_rows(written.falling_behind)
+        at_0 = None if behind is None else _first_at_0(behind)
         return replace(
             _of(written, stale_views=stale_views, recommend=True),
             thrown=_thrown(written),
-            steps=step_costs.step_costs(
-                written.handover, step_costs.behind_rows(written.falling_behind), at_0
-            ),
+            steps=step_costs.step_costs(written.handover, behind, at_0),
             behind=step_costs.snapshot_behind(at_0),
             stranded=step_costs.snapshot_stranded(_first_at_0(written.group_metrics)),
         )
@@ -278,12 +277,6 @@ def _part(rows: list[Advised]) -> recommendation.Part:
     handovers = [r[3] for r in rows if r[3] is not None]
     handover = pa.concat_tables(handovers) if handovers else None
     return recommendation.part(*(pa.concat_tables([r[i] for r in rows]) for i in range(3)), handover)
-
-
-def _behind_at_0(falling_behind: pa.Table | None) -> pa.Table | None:
-    """behind_rows of one scenario's phase 0 (the snapshot, the same in each) of tables read whole."""
-    behind = step_costs.behind_rows(falling_behind)
-    return behind if behind is None else _first_at_0(behind)
 
 
 def _first_at_0(rows: pa.Table) -> pa.Table:

@@ -139,9 +139,11 @@ def _most(rows: pa.Table, value: str, total: str, named: str, counted: str | Non
     codes = row_codes([ordered[k] for k in KEYS])
     _, first, count = runs_of(codes)
     heads = ordered.take(pa.array(first))
-    sums = np.add.reduceat(ordered["_v"].to_numpy(), first) if len(first) else np.zeros(0)
     out = {k: heads[k] for k in KEYS}
-    out[total] = heads["_v"] if counted else pa.array(sums)
+    if counted:
+        out[total] = heads["_v"]
+    else:
+        out[total] = pa.array(np.add.reduceat(ordered["_v"].to_numpy(), first) if len(first) else np.zeros(0))
     out[named] = heads["group"]
     if counted:
         out[counted] = pa.array(count.astype(np.int64))

@@ -1,6 +1,6 @@
 """The terminal's tables, each at most WIDTH columns: one table per concern, a row per strategy,
 scenario or group, the strategies folded where a row is a scenario. The run's tables and its HTML
-report hold every column; `--full` prints text's wide tables."""
+report hold every column; `--wide` prints text's wide tables."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 
 from rmqsim.reporting.findings import WIDTH
-from rmqsim.reporting.text import format_table, worst_elements
+from rmqsim.reporting.text import format_sweep, format_table
 from rmqsim.scenarios.parse import ELEMENT
 
 Rows = Sequence[Mapping[str, object]]
@@ -92,8 +92,9 @@ def _widest(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 
 
-def wrapped(text: str, indent: str = "") -> str:
-    return textwrap.fill(text, WIDTH, subsequent_indent=indent or "  ", break_on_hyphens=False)
+def wrapped(text: str) -> str:
+    """``text`` in lines of at most WIDTH, the second on indented."""
+    return textwrap.fill(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
 
 
 def format_snapshot(rows: Rows) -> str:
@@ -163,23 +164,17 @@ def format_scenarios(comparison: Rows) -> str:
 
 
 def format_sweeps(rows: Rows) -> str:
-    """Per sweep, its worst elements (text.worst_elements)."""
-    counts: dict[str, set[str]] = {}
-    for row in rows:
-        counts.setdefault(str(row["sweep"]), set()).add(str(row["element"]))
-    blocks = []
-    for sweep, elements in worst_elements(rows).items():
-        blocks.append(f"sweep {sweep}: the worst {len(elements)} of {len(counts[sweep])} elements")
-        blocks.append(fitted(elements, SWEEP_COLUMNS, "sweep"))
-    return "\n".join(blocks)
+    """Per sweep, its worst elements (text.format_sweep), in fitted tables."""
+    return format_sweep(rows, table=lambda elements: fitted(elements, SWEEP_COLUMNS, "sweep"))
 
 
 def format_recommendation(rows: Rows, groups: int) -> str:
     """The first GROUPS_SHOWN groups (the ones a scenario strands messages of first), and the advice."""
     text = "recommendation per group, over every scenario and phase run\n"
     text += fitted(rows[:GROUPS_SHOWN], RECOMMENDATION_COLUMNS, "recommendation")
-    if groups > min(len(rows), GROUPS_SHOWN):
-        text += f"\n... and {groups - min(len(rows), GROUPS_SHOWN)} more groups in recommendation/"
+    shown = min(len(rows), GROUPS_SHOWN)
+    if groups > shown:
+        text += f"\n... and {groups - shown} more groups in recommendation/"
     for advice in dict.fromkeys(r["advice"] for r in rows if r.get("advice")):
         text += "\n" + wrapped(f"advice: {advice}")
     return text

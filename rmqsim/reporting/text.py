@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 SUMMARY_COLUMNS = (
     ("strategy", "strategy"),
@@ -324,13 +324,18 @@ def worst_elements(rows: Sequence[Mapping[str, object]], shown: int = SWEEP_SHOW
     }
 
 
-def format_sweep(rows: Sequence[Mapping[str, object]], shown: int = SWEEP_SHOWN) -> str:
-    """Per sweep, its worst elements (worst_elements): which single failure hurts most."""
+def format_sweep(
+    rows: Sequence[Mapping[str, object]],
+    shown: int = SWEEP_SHOWN,
+    table: Callable[[list[dict]], str] = lambda elements: format_table(elements, SWEEP_COLUMNS),
+) -> str:
+    """Per sweep, its worst elements (worst_elements): which single failure hurts most; ``table``
+    draws them."""
     counts: dict[str, set[str]] = {}
     for row in rows:
         counts.setdefault(str(row["sweep"]), set()).add(str(row["element"]))
     blocks = []
     for sweep, elements in worst_elements(rows, shown).items():
         blocks.append(f"sweep {sweep}: the worst {len(elements)} of {len(counts[sweep])} elements")
-        blocks.append(format_table(elements, SWEEP_COLUMNS))
+        blocks.append(table(elements))
     return "\n".join(blocks)
