@@ -175,7 +175,7 @@ def collect_task_rows(ids: Iterator[pa.RecordBatch], job: StageJob) -> Iterator[
     writers: dict[str, ipc.RecordBatchStreamWriter] = {}
     with ipc.open_file(pa.memory_map(job.routes(context.partitionId()))) as routes:
         batches = (routes.get_batch(i) for i in range(routes.num_record_batches))
-        for out in outputs_of(batches, job.tables):
+        for out in outputs_of(batches, job.tables, summed=True):
             for name, parts in out.items():
                 for rows in parts:
                     if name not in writers:

@@ -32,10 +32,13 @@ log = logging.getLogger(__name__)
 PACKED = StructType([StructField("table", StringType(), False), StructField("batch", BinaryType(), False)])
 
 
-def packed_rows(batches: Iterator[pa.RecordBatch], tables: Sequence[str]) -> Iterator[pa.RecordBatch]:
-    """A task: the stage's rows of its route batches, each batch packed beside its table's name."""
+def packed_rows(
+    batches: Iterator[pa.RecordBatch], tables: Sequence[str], summed: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """A task: the stage's rows of its route batches, each batch packed beside its table's name
+    (``summed``: stage.outputs.stage_outputs')."""
     schema = schemas.arrow(PACKED)
-    for out in outputs_of(batches, tables):
+    for out in outputs_of(batches, tables, summed=summed):
         for name, parts in out.items():
             for rows in parts:
                 if rows.num_rows:
@@ -98,7 +101,7 @@ class SparkSink:
         """The stage's ``tables`` over ``stage``'s routes, back in the driver and never written:
         the routes handed to the executors partitioned by group, the packed rows collected."""
         with session.job_description(self.spark, f"rmqsim: {', '.join(tables)}, collected"):
-            packed = self._packed(stage, tables).toArrow()
+            packed = self._packed(stage, tables, summed=True).toArrow()
         parts: dict[str, list[pa.Table]] = {name: [] for name in tables}
         for name, blob in zip(packed["table"].to_pylist(), packed["batch"].to_pylist()):
             parts[name].append(pa.ipc.open_stream(pa.py_buffer(blob)).read_all())
@@ -107,15 +110,18 @@ class SparkSink:
             for name, found in parts.items()
         }
 
-    def _packed(self, stage: tasks.StageInput, tables: Sequence[str], *, reused: bool = False) -> DataFrame:
+    def _packed(
+        self, stage: tasks.StageInput, tables: Sequence[str], *, reused: bool = False, summed: bool = False
+    ) -> DataFrame:
         """The stage's rows of ``tables``, packed: the routes (the driver's Arrow table; ``reused``:
-        several queries start from it) handed to the executors partitioned by group."""
+        several queries start from it) handed to the executors partitioned by group. ``summed``:
+        rows only summed (collect_stage)."""
         routes = session.from_arrow(self.spark, stage.group_routes, reused=reused)  # GROUP_ROUTES' types
         staged = tasks.partition_by_group(routes, partitions=stage.partitions, absent=stage.absent)
         handed = tasks.handed_to_tasks(
             staged, route_rows=stage.group_routes.num_rows, partitions=stage.partitions, tasks=stage.tasks
         )
-        return handed.mapInArrow(partial(packed_rows, tables=tuple(tables)), PACKED)
+        return handed.mapInArrow(partial(packed_rows, tables=tuple(tables), summed=summed), PACKED)
 
     def _write(self, name: str, rows: DataFrame) -> None:
         self._written.add(name)

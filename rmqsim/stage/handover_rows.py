@@ -30,8 +30,12 @@ JAVA = schemas.LANGUAGES.index("JAVA")
 _I64 = np.int64
 
 
-def handover_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch]:
-    """schemas.HANDOVER's rows of the pairs ``p`` (stage.movement.paired of ``rows``)."""
+def handover_rows(
+    rows: pa.RecordBatch, p: Paired | None, *, flowing_only: bool = False
+) -> list[pa.RecordBatch]:
+    """schemas.HANDOVER's rows of the pairs ``p`` (stage.movement.paired of ``rows``).
+    ``flowing_only``: only the queues messages flow into, whose costs in messages are all a sum of
+    them needs (each queue is timed on its own, and one without inflow delays and doubles none)."""
     if p is None or rows.column("handover_event").null_count == rows.num_rows:
         return []
     event = _Events(rows)
@@ -41,7 +45,11 @@ def handover_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch
     timed = consecutive & event.known[g_b]
     # Queues in both phases of a timed pair whose readers changed, each pair's in mqAll order. One
     # left with no reader is unread (the phase's own metrics), not handed over.
-    hand = np.flatnonzero(p.differ & timed[common.pair] & (p.after[0] > 0))
+    handed = p.differ & timed[common.pair] & (p.after[0] > 0)
+    inflow = queue_inflow(rows, p.batch)
+    if flowing_only:
+        handed &= inflow[common.flat_after] != 0
+    hand = np.flatnonzero(handed)
     hand = hand[np.lexsort((common.flat_after[hand], common.pair[hand]))]
     if not len(hand):
         return []
@@ -76,7 +84,7 @@ def handover_rows(rows: pa.RecordBatch, p: Paired | None) -> list[pa.RecordBatch
         Queues(
             event.event_s[g_b[pair]],
             balancing(rows).orderly[g_b[pair]],
-            queue_inflow(rows, p.batch)[common.flat_after[hand]],
+            inflow[common.flat_after[hand]],
             event.lock_expiry_s[g_b[pair]],
         ),
     )

@@ -22,11 +22,13 @@ from rmqsim.stage.movement import movement_rows, paired
 StageRows = dict[str, list[pa.RecordBatch]]  # table -> its rows; assignments as schemas.CLIENT_ASSIGNMENTS
 
 
-def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
+def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool = False) -> StageRows:
     """``tables``' rows for every strategy each of ``rows`` runs: group_metrics, consumer_load and
     assignments (schemas.CLIENT_ASSIGNMENTS), and falling_behind, movement and handover where asked
     for.
-    ``rows`` holds every topic and phase of each (scenario, group) it holds."""
+    ``rows`` holds every topic and phase of each (scenario, group) it holds. ``summed``: the rows
+    are only summed (a sweep's elements, rmqsim.impact), so handover leaves out the queues no
+    message flows into: their hand-overs delay and double nothing."""
     out: StageRows = {table: [] for table in tables}
     if not rows.num_rows:
         return out
@@ -42,7 +44,7 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str]) -> StageRows:
         if "movement" in out:
             out["movement"] = movement_rows(rows, pairs)
         if "handover" in out:
-            out["handover"] = handover_rows(rows, pairs)
+            out["handover"] = handover_rows(rows, pairs, flowing_only=summed)
     return out
 
 
@@ -57,8 +59,10 @@ def _written(rows: pa.RecordBatch) -> np.ndarray | None:
     return np.bincount(group, weights=written)[group] > 0
 
 
-def outputs_of(batches: Iterable[pa.RecordBatch], tables: Sequence[str]) -> Iterator[StageRows]:
+def outputs_of(
+    batches: Iterable[pa.RecordBatch], tables: Sequence[str], *, summed: bool = False
+) -> Iterator[StageRows]:
     """stage_outputs of batches as Spark hands them to a task: each group made whole
     (stage.batches.whole_groups), the columns a run left out put back as nulls."""
     for rows in whole_groups(iter(batches)):
-        yield stage_outputs(with_absent_columns(rows), tables)
+        yield stage_outputs(with_absent_columns(rows), tables, summed=summed)
