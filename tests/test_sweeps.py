@@ -9,13 +9,16 @@ which are computed over the whole fleet, phase by phase).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from rmqsim.compare_runs import compare_runs, read_table
 from rmqsim.snapshot import synthetic, synthetic_traffic, write
+from rmqsim.stage.outputs import _adding
 from tests.simulated import simulated
 
 STRATEGIES = ("AVG", "CONSISTENT_HASH")
@@ -192,7 +195,11 @@ def test_a_sweep_row_equals_the_same_failure_as_a_plain_scenario(spark, tmp_path
             for figure in ("msgs_delayed", "msgs_read_twice"):
                 theirs = compared[(f"plain-{i}", strategy)][figure]
                 assert row[figure] == pytest.approx(theirs, rel=1e-9, abs=1e-6), (element, figure)
-    # The fleet's producers make hand-overs cost messages: the sums above are not of zeros alone.
+    # The fleet's producers and capacities make the figures summed from the stage's rows move (a
+    # sweep's stage leaves out the rows that add 0): the equalities above are not of zeros alone.
+    at_0 = {s: summary[("plain-0", 0, s)] for s in STRATEGIES}
+    moving = {o for o, t in pairs if any(r[o] != at_0[r["strategy"]][t] for r in sweep.values())}
+    assert {"queues_unread", "lag_growth_msgs_per_s", "clients_over_capacity"} <= moving, moving
     assert any(r["msgs_delayed"] > 0 for r in sweep.values())
     assert any(r["msgs_read_twice"] > 0 for r in sweep.values())
     # Ranks 1..n per (sweep, strategy); the 2 worst are detailed, their phases in the other tables.
@@ -240,3 +247,16 @@ sweeps:
         assert mine[figure] == pytest.approx(run.result.comparison[0][figure], rel=1e-9, abs=1e-6)
     # One group touched: at most that group changes, and with K = 0 no element is detailed.
     assert all(r["groups_changed"] <= 1 and not r["detailed"] for r in rows.values())
+
+
+def test_a_sweep_stage_leaves_out_only_rows_that_add_nothing_to_a_sum() -> None:
+    # x + 0 is x: a row whose summed columns are all 0, false or null changes no sum; NaN does.
+    rows = pa.RecordBatch.from_pydict(
+        {
+            "lag_growth_msgs_per_s": [0.0, None, 2.5, math.nan, 0.0, -0.0],
+            "over_capacity": [False, None, False, False, True, None],
+            "client_id": ["a", "b", "c", "d", "e", "f"],
+        }
+    )
+    kept = _adding(rows, ("lag_growth_msgs_per_s", "over_capacity"))
+    assert kept.column("client_id").to_pylist() == ["c", "d", "e"]

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqsim.impact import SUMMED
 from rmqsim.stage.batches import row_codes, whole_groups, with_absent_columns
 from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.stage.handover_rows import handover_rows
@@ -20,6 +21,8 @@ from rmqsim.stage.metric_rows import metric_rows
 from rmqsim.stage.movement import movement_rows, paired
 
 StageRows = dict[str, list[pa.RecordBatch]]  # table -> its rows; assignments as schemas.CLIENT_ASSIGNMENTS
+# What a sweep's impact sums of each table (stage_outputs' ``summed``): table -> its columns.
+SUMMED_OVER = {t: tuple(c for table, c in SUMMED.values() if table == t) for t, _ in SUMMED.values()}
 
 
 def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool = False) -> StageRows:
@@ -27,8 +30,9 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool =
     assignments (schemas.CLIENT_ASSIGNMENTS), and falling_behind, movement and handover where asked
     for.
     ``rows`` holds every topic and phase of each (scenario, group) it holds. ``summed``: the rows
-    are only summed (a sweep's elements, rmqsim.impact), so handover leaves out the queues no
-    message flows into: their hand-overs delay and double nothing."""
+    are only summed (a sweep's elements, rmqsim.impact), so a row that adds nothing to any sum is
+    left out: group_metrics' and consumer_load's rows whose summed columns are all 0 or null, and
+    the hand-overs of queues no message flows into (they delay and double nothing)."""
     out: StageRows = {table: [] for table in tables}
     if not rows.num_rows:
         return out
@@ -45,7 +49,22 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool =
             out["movement"] = movement_rows(rows, pairs)
         if "handover" in out:
             out["handover"] = handover_rows(rows, pairs, flowing_only=summed)
+    if summed:
+        for table, columns in SUMMED_OVER.items():
+            if table in out:
+                out[table] = [_adding(part, columns) for part in out[table]]
     return out
+
+
+def _adding(rows: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
+    """``rows`` less those whose ``columns`` are all 0, false or null: x + 0 is x, so every sum
+    of the rows left is the same bits (NaN is kept)."""
+    adds = np.zeros(rows.num_rows, dtype=bool)
+    for column in columns:
+        values = rows.column(column)
+        nonzero = values if pa.types.is_boolean(values.type) else pc.not_equal(values, 0)
+        adds |= pc.fill_null(nonzero, False).to_numpy(zero_copy_only=False)
+    return rows if adds.all() else rows.filter(pa.array(adds))
 
 
 def _written(rows: pa.RecordBatch) -> np.ndarray | None:
