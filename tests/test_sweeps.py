@@ -260,3 +260,16 @@ def test_a_sweep_stage_leaves_out_only_rows_that_add_nothing_to_a_sum() -> None:
     )
     kept = _adding(rows, ("lag_growth_msgs_per_s", "over_capacity"))
     assert kept.column("client_id").to_pylist() == ["c", "d", "e"]
+
+
+def test_a_sweep_sums_the_same_through_either_sink(spark, tmp_path, fleet) -> None:
+    # Each sink's collect_stage runs the stage in its summed mode (rows that add 0 left out), the
+    # Spark sink's as a cluster or Spark Connect runs it: both sweeps' rows are the same bits.
+    scenarios = "sweeps:\n  - {name: broker-loss, each: broker_down, of: all}\n"
+    kw = dict(snapshot=fleet, scenarios=scenarios, strategies=STRATEGIES, sweep_detail=0)
+    arrow = simulated(spark, tmp_path, name="arrow", sink="arrow", **kw)
+    spark_sink = simulated(spark, tmp_path, name="spark", sink="spark", **kw)
+    [result] = compare_runs(arrow.out, spark_sink.out, tables=["sweep"])
+    assert result.equal, result.lines
+    brokers = len(_names(fleet, "brokers", "broker_name"))
+    assert read_table(arrow.out / "sweep").num_rows == brokers * len(STRATEGIES)
