@@ -4,6 +4,8 @@ tests/builders.py."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -50,18 +52,37 @@ def sink(request) -> str:
 def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """`rmqsim demo --out DIR/out` run once as a user runs it, from a directory outside the source
     tree (DIR): every strategy and the bundled scenarios on the sample snapshot. Its process, for
-    test_cli's look at what it printed; its tables, for the tests that read a run (sample_run)."""
+    test_cli's look at what it printed; its tables, for the tests that read a run (sample_run).
+    Once for the whole session: under xdist, the first worker to ask runs it, in the folder the
+    workers share, and the others wait for it and read what it printed."""
     from tests.processes import run_cli
 
-    where = tmp_path_factory.mktemp("demo")
-    return where / "out", run_cli("demo", "--out", str(where / "out"), cwd=where, timeout=900)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        where = tmp_path_factory.mktemp("demo")
+        return where / "out", run_cli("demo", "--out", str(where / "out"), cwd=where, timeout=900)
+    where = tmp_path_factory.getbasetemp().parent / "demo"
+    printed = where.with_name("demo.json")
+    with open(where.with_name("demo.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            where.mkdir()
+            done = run_cli("demo", "--out", str(where / "out"), cwd=where, timeout=900)
+            fields = {
+                "args": done.args,
+                "returncode": done.returncode,
+                "stdout": done.stdout,
+                "stderr": done.stderr,
+            }
+            printed.with_suffix(".tmp").write_text(json.dumps(fields))
+            printed.with_suffix(".tmp").rename(printed)
+    return where / "out", subprocess.CompletedProcess(**json.loads(printed.read_text()))
 
 
 @pytest.fixture(scope="session")
 def sample_run(demo_run) -> Path:
     """The demo's outputs, for the tests that read a run's tables (the notebook, the HTML report,
-    the results API, the Spark Connect comparison). Tests may add files to it (charts/,
-    report.html) but must not change its tables."""
+    the results API, the Spark Connect comparison). Read only: the workers share it (a test
+    that writes beside the tables, as the HTML report does, writes into a copy)."""
     out, done = demo_run
     assert done.returncode == 0, done.stderr[-3000:]
     return out

@@ -82,6 +82,15 @@ def _tables(text: str) -> _Tables:
 
 
 @pytest.fixture(scope="module")
+def sample_run(sample_run, tmp_path_factory) -> Path:
+    """A copy of the demo's run: the report writes its page and charts into the run it reads, and
+    the other workers read the demo's run (conftest.py)."""
+    copy = tmp_path_factory.mktemp("reported") / "out"
+    shutil.copytree(sample_run, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
 def printed(sample_run) -> str:
     """`rmqsim report --html` on the sample run, once for the module: what it printed."""
     out = io.StringIO()
