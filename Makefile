@@ -36,7 +36,7 @@ demo: java $(STAMP) ## run every strategy on the bundled sample snapshot, write 
 
 # Both environments at once, one per core; installed without compiling every module up front
 # (--no-compile: Python compiles what is imported, once). A fresh clone's two took 66 s one after
-# the other with the compiling, 26 s so (docs/development.md).
+# the other with the compiling, about 17 s so (docs/development.md).
 envs:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(AIRFLOW_STAMP)
 
