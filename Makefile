@@ -20,13 +20,13 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "rmqsim needs Python 3.10 or newer")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
 $(AIRFLOW_STAMP): dags/requirements.txt
 	@test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
 	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --no-compile -r dags/requirements.txt
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -r dags/requirements.txt
 	@touch $(AIRFLOW_STAMP)
 
 airflow: $(AIRFLOW_STAMP) ## build .venv-airflow (Airflow and its Spark provider) for the DAG's tests
@@ -34,9 +34,9 @@ airflow: $(AIRFLOW_STAMP) ## build .venv-airflow (Airflow and its Spark provider
 demo: java $(STAMP) ## run every strategy on the bundled sample snapshot, write ./out
 	$(VENV)/bin/rmqsim demo $(if $(OUT),--out $(OUT))
 
-# Both environments at once, one per core; installed without compiling every module up front
-# (--no-compile: Python compiles what is imported, once). A fresh clone's two took 66 s one after
-# the other with the compiling, about 17 s so (docs/development.md).
+# Both environments at once, one per core. Their modules stay compiled at install: where
+# PYTHONDONTWRITEBYTECODE is set (as on this machine) Python would otherwise compile every module
+# a test's process imports again in each process (docs/development.md).
 envs:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) $(AIRFLOW_STAMP)
 
