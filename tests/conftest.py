@@ -37,10 +37,6 @@ def spark():
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": "2g",
-            # The tests' queries are many and tiny: compiling each plan's whole-stage code cost more
-            # than running it (63 against 57 CPU-s over test_scenarios, test_broker_balancing,
-            # test_scenario_edges and test_validate). Runs, and the tests' own processes, keep it.
-            "spark.sql.codegen.wholeStage": "false",
         },
     )
     yield session  # never stopped or rebuilt by a test
