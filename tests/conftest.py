@@ -65,7 +65,7 @@ def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     with open(where.with_name("demo.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not printed.exists():
-            where.mkdir()
+            where.mkdir(exist_ok=True)  # left by a worker whose run raised: run it again
             done = run_cli("demo", "--out", str(where / "out"), cwd=where, timeout=900)
             fields = {
                 "args": done.args,
@@ -73,8 +73,9 @@ def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
                 "stdout": done.stdout,
                 "stderr": done.stderr,
             }
-            printed.with_suffix(".tmp").write_text(json.dumps(fields))
-            printed.with_suffix(".tmp").rename(printed)
+            partial = printed.with_suffix(".tmp")
+            partial.write_text(json.dumps(fields))
+            partial.rename(printed)
     return where / "out", subprocess.CompletedProcess(**json.loads(printed.read_text()))
 
 
