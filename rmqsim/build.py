@@ -53,8 +53,10 @@ class Staged:
     rejects: pa.Table  # the snapshot's reject rows (schemas.REJECTS)
     with_movement: bool  # a scenario has a second phase
     with_stale_views: bool
-    loaded: Snapshot  # as read
-    checked: Snapshot  # the rows that pass the checks
+    # As read, and the rows that pass the checks; None once every phase is staged (run lets them
+    # go before the rollups, which need only the reconciliation's counts of them).
+    loaded: Snapshot | None
+    checked: Snapshot | None
     absent: tuple[str, ...] = ()  # optional route columns null on every row of this run
     traffic: inflow.Traffic | None = None  # where the messages go, with producers or rates
     with_capacities: bool = False  # some client has a capacity (section 2d)

@@ -169,7 +169,10 @@ def run(spark: SparkSession, config: SimulateConfig, ahead: list[Staged] | None 
             built, swept = _staged_whole(
                 spark, config, sink, completed(config, routes.pop(), found.scenarios), found
             )
-        result = write_rollups(sink, built, swept)
+        counted = reconcile.reconciliation(built.loaded, built.checked, built.rejects)
+        # The snapshot's tables let go of: the rollups, the run's peak, reuse their memory.
+        built = replace(built, loaded=None, checked=None)
+        result = write_rollups(sink, built, counted, swept)
         sink.publish()
     except BaseException:
         sink.abandon()
@@ -334,10 +337,10 @@ def skipped_routes(group_routes: pa.Table) -> pa.Table:
     return kept.select(["scenario", "phase", "topic", "group", "skipped", "written"])
 
 
-def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunResult:
+def write_rollups(sink: Sink, built: Staged, counted: pa.Table, swept: Swept | None = None) -> RunResult:
     """The tables the driver computes from the stage's (rmqsim.rollups), and the rejects and the
-    reconciliation, written; what simulate prints of them. Where later phases hold what changed,
-    the rollups see every phase whole (rmqsim.phases)."""
+    reconciliation (``counted``), written; what simulate prints of them. Where later phases hold
+    what changed, the rollups see every phase whole (rmqsim.phases)."""
     traffic = built.traffic
 
     wanted = (*rollups.GROUP_METRICS_COLUMNS, *rollups.SUMMARY_METRICS_COLUMNS)
@@ -371,7 +374,6 @@ def write_rollups(sink: Sink, built: Staged, swept: Swept | None = None) -> RunR
     sink.write(
         "rejects", pa.concat_tables([built.rejects, not_simulated.cast(built.rejects.schema), *unroutable])
     )
-    counted = reconcile.reconciliation(built.loaded, built.checked, built.rejects)
     sink.write("reconciliation", counted)
     return RunResult(
         sink.directory.out,

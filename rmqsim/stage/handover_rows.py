@@ -21,7 +21,7 @@ from rmqsim import schemas
 from rmqsim.arrays import lookup_sorted, runs, take
 from rmqsim.handover.clocks import SALTS, Clocks, unit
 from rmqsim.handover.notice import HOST_LOSS, NOTIFY, ROUTES, applied_at
-from rmqsim.handover.queues import PRESENT, Queues, Readers, costs
+from rmqsim.handover.queues import CRASHED, PRESENT, Queues, Readers, costs
 from rmqsim.stage.batches import balancing, client_libraries, queue_inflow
 from rmqsim.stage.movement import Paired, present_clients
 
@@ -61,8 +61,9 @@ def handover_rows(
     present = lookup_sorted(everyone, row_b * p.codes.n_c + readers.client)[1]
     bits = _notice(p, everyone, event.notice[row_b], pair[q], g_a, g_b)
     flat = _a_flat_client(p)[readers.client]
+    gone = np.where(present, PRESENT, event.departed[row_b])
     clocks = Clocks.scaled(
-        _units(p, flat, event.seed[row_b], readers.client),
+        _units(p, flat, event.seed[row_b], readers.client, _clocks_read(bits, present, readers.before, gone)),
         event.rebalance_s[row_b],
         event.route_poll_s[row_b],
         event.commit_s[row_b],
@@ -76,7 +77,7 @@ def handover_rows(
             readers.before,
             readers.after,
             applied_at(bits, at, clocks),
-            np.where(present, PRESENT, event.departed[row_b]),
+            gone,
             np.where(java, event.first_pull_delay_s[row_b], 0.0),
             java,
             clocks.last_commit(at),
@@ -138,13 +139,41 @@ def _readers(p: Paired, hand: np.ndarray) -> _Flat:
     )
 
 
-def _units(p: Paired, flat: np.ndarray, seed: np.ndarray, client: np.ndarray) -> dict[str, np.ndarray]:
-    """handover.clocks.unit per reader, hashed once per (seed, client)."""
+def _clocks_read(
+    bits: np.ndarray, present: np.ndarray, before: np.ndarray, gone: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Per salt (handover.clocks.SALTS), the readers whose clock of it the costs read: a reader
+    still there applies the change at its next tick, after its next route poll where the routes
+    told it (handover.notice.applied_at); a crashed reader's last commit says what is read again."""
+    lost_or_routes = (bits & (ROUTES | HOST_LOSS)) != 0
+    return {
+        "rebalance": present & lost_or_routes,
+        "route": present & ((bits & ROUTES) != 0),
+        "commit": before & (gone == CRASHED),
+    }
+
+
+def _units(
+    p: Paired, flat: np.ndarray, seed: np.ndarray, client: np.ndarray, read: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """handover.clocks.unit of each reader whose clock of a salt is ``read`` (0 for the others),
+    hashed once per (seed, client)."""
     seeds, seed_code = np.unique(seed, return_inverse=True)
-    keys, first, back = np.unique(seed_code * p.codes.n_c + client, return_index=True, return_inverse=True)
-    ids = take(p.batch.client_ids, flat[first]).to_pylist()
+    key = seed_code * p.codes.n_c + client
+    anyone = np.logical_or.reduce([read[salt] for salt in SALTS])
+    keys, first, back = np.unique(key[anyone], return_index=True, return_inverse=True)
+    ids = take(p.batch.client_ids, flat[anyone][first]).to_pylist()
     of = seeds[keys // p.codes.n_c].tolist()
-    return {salt: unit(of, salt, ids)[back] for salt in SALTS}
+    out = {}
+    for salt in SALTS:
+        wanted = np.zeros(len(keys), dtype=bool)
+        wanted[back[read[salt][anyone]]] = True
+        k = np.flatnonzero(wanted)
+        units = np.zeros(len(keys))
+        units[k] = unit([of[i] for i in k], salt, [ids[i] for i in k])
+        out[salt] = np.zeros(len(key))
+        out[salt][anyone] = units[back]
+    return out
 
 
 def _a_flat_client(p: Paired) -> np.ndarray:
