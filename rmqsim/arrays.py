@@ -55,6 +55,22 @@ def unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, n
 
 
+def union_sorted(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of two sorted arrays of distinct keys, sorted, and whether each of its keys is in
+    ``a`` and in ``b``: a stable sort of the two runs is one merge (np.union1d and np.isin sort
+    and hash them again)."""
+    keys = np.concatenate([a, b])
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    # A key in both comes twice, a's copy first: the sort is stable.
+    twice = np.zeros(len(keys), dtype=bool)
+    twice[:-1] = ~first[1:]
+    in_a = order[first] < len(a)
+    return keys[first], in_a, ~in_a | twice[first]
+
+
 def stacked(*tables: pa.Table) -> pa.Table:
     """The rows of every table (the first's columns, in its order), a column nullable where any
     table's is."""

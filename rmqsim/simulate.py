@@ -216,12 +216,14 @@ def _staged_in_chunks(
     first = routes.pop()
     capacities = "client_capacities" not in first.absent
     tables = stage_tables(replace(first, with_movement=True, with_capacities=capacities))
-    _stage(spark, config, sink, first, tables)
     strategies, fleet_rows = _strategies(first.group_routes), first.group_routes.num_rows
     record = _kept(first)
-    del first
     chunks = chunked(config, record, list(record.later), "scenarios", fleet_rows)
-    record, strategies = _staged_chunks(spark, config, sink, chunks, tables, record, strategies)
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-phase-0") as pool:
+        # Phase 0's stage runs while this thread builds the first chunk, on the core it leaves.
+        at_0 = pool.submit(_stage, spark, config, sink, first, tables)
+        del first
+        record, strategies = _staged_chunks(spark, config, sink, chunks, tables, record, strategies, at_0)
     record = replace(
         record, later=(), last_phases={**record.last_phases, **without_steps(found.scenarios, record)}
     )
@@ -256,11 +258,11 @@ def _staged_chunks(
     tables: tuple[str, ...],
     record: Staged,
     strategies: set[str],
+    running: Future | None = None,
 ) -> tuple[Staged, set[str]]:
     """Each chunk (chunks) through the stage, appended: while Spark runs one, this thread builds
     the next (numpy and pyarrow let go of the GIL). ``record`` and ``strategies``: of the stages
-    before, returned with these chunks' too."""
-    running = None
+    before, returned with these chunks' too; ``running``: the stage before, if it is still running."""
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-chunk-stage") as pool:
         for _, cut in chunks:
             marked = as_written(cut)

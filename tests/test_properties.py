@@ -14,6 +14,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqsim.arrays import union_sorted
 from rmqsim.strategies import STRATEGIES
 from rmqsim.strategies.by_config import first_match
 from tests.builders import route, staged
@@ -118,3 +119,17 @@ def test_config_finds_the_first_equal_mq_all_entry_of_each_configured_queue(keys
     expected = [first.get(q, -1) for q in queries]
     columns = lambda rows: tuple(np.array([r[i] for r in rows], dtype=np.int64) for i in range(3))  # noqa: E731
     assert list(first_match(columns(keys), columns(queries))) == expected
+
+
+_keys = st.sets(st.integers(-(2**62), 2**62), max_size=30)
+
+
+@given(a=_keys, b=_keys)
+@settings(max_examples=200, deadline=None)
+def test_union_sorted_is_the_set_union_with_where_each_key_came_from(a, b) -> None:
+    # Python's sets are the independent answer: their union, sorted, and membership in each.
+    union, in_a, in_b = union_sorted(np.array(sorted(a), np.int64), np.array(sorted(b), np.int64))
+    expected = sorted(a | b)
+    assert union.tolist() == expected
+    assert in_a.tolist() == [k in a for k in expected]
+    assert in_b.tolist() == [k in b for k in expected]

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import lookup_sorted, runs, take
+from rmqsim.arrays import lookup_sorted, runs, take, union_sorted
 from rmqsim.handover.clocks import SALTS, Clocks, unit
 from rmqsim.handover.notice import HOST_LOSS, NOTIFY, ROUTES, applied_at
 from rmqsim.handover.queues import CRASHED, PRESENT, Queues, Readers, costs
@@ -129,14 +129,8 @@ def _readers(p: Paired, hand: np.ndarray) -> _Flat:
         i = np.repeat(np.arange(len(hand), dtype=_I64), hi - lo)
         return i * n_c + owners.client[at]  # sorted: by queue, then client
 
-    before, after = of(p.pairs.u_a.to_numpy()), of(p.pairs.u_b.to_numpy())
-    both = np.union1d(before, after)
-    return _Flat(
-        both // n_c,
-        both % n_c,
-        np.isin(both, before, assume_unique=True),
-        np.isin(both, after, assume_unique=True),
-    )
+    both, before, after = union_sorted(of(p.pairs.u_a.to_numpy()), of(p.pairs.u_b.to_numpy()))
+    return _Flat(both // n_c, both % n_c, before, after)
 
 
 def _clocks_read(

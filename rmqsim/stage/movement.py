@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 
 from rmqsim import schemas
-from rmqsim.arrays import factorize, lookup_sorted, runs, runs_of, unique_counts
+from rmqsim.arrays import lookup_sorted, runs, runs_of, unique_counts
 from rmqsim.stage.allocated import Allocated
 from rmqsim.stage.batches import balancing, broadcasting, has_offsets, phases_of, row_codes, rows_by_strategy
 from rmqsim.stage.dispatch import allocate_rows
@@ -89,9 +89,9 @@ class Codes:
 
     @staticmethod
     def of(batch: GroupBatch) -> Codes:
-        broker = factorize(batch.queue_broker)
+        broker = batch.broker_codes
         queue_code, queue_keys = pd.factorize((broker.astype(_I64) << 32) | batch.queue_id.astype(_I64))
-        client_code = factorize(batch.client_ids)
+        client_code = batch.client_codes
         return Codes(
             queue_code.astype(_I64), client_code, max(len(queue_keys), 1), int(client_code.max(initial=0)) + 1
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -62,6 +63,30 @@ class GroupBatch:
     @property
     def client_counts(self) -> np.ndarray:
         return np.diff(self.client_offsets)
+
+    # Codes and callers several passes of the stage key a batch by, computed once per batch (the
+    # batch is never changed; the arrays are read-only).
+    @cached_property
+    def client_codes(self) -> np.ndarray:
+        """An integer per distinct client id (equal ids, equal codes; 0: null)."""
+        return _read_only(factorize(self.client_ids))
+
+    @cached_property
+    def broker_codes(self) -> np.ndarray:
+        """An integer per distinct broker name of the flat queues (0: null)."""
+        return _read_only(factorize(self.queue_broker))
+
+    @cached_property
+    def distinct_callers(self) -> Callers:
+        """One caller per distinct client id of every group, at its first occurrence in cidAll."""
+        n = len(self.client_ids)
+        group = np.repeat(np.arange(self.n_groups, dtype=_I64), self.client_counts)
+        if n == 0:
+            return Callers(group, np.zeros(0, _I64), np.zeros(0, _I64))
+        codes = self.client_codes
+        key = group * (int(codes.max()) + 1) + codes
+        first = np.sort(np.unique(key, return_index=True)[1]).astype(_I64)
+        return Callers(group[first], first, first - self.client_offsets[group[first]])
 
     @property
     def queue_group(self) -> np.ndarray:
@@ -140,20 +165,17 @@ class Callers:
 
 def batch_client_codes(batch: GroupBatch) -> np.ndarray:
     """An integer per distinct client id of the batch (equal ids, equal codes)."""
-    return factorize(batch.client_ids)
+    return batch.client_codes
 
 
 def distinct_callers(batch: GroupBatch) -> Callers:
     """One caller per distinct client id of every group, at its first occurrence in cidAll."""
-    n = len(batch.client_ids)
-    group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
-    if n == 0:
-        return Callers(group, np.zeros(0, _I64), np.zeros(0, _I64))
-    codes = factorize(batch.client_ids)
-    key = group * (int(codes.max()) + 1) + codes
-    _, first = np.unique(key, return_index=True)
-    first = np.sort(first).astype(_I64)
-    return Callers(group[first], first, first - batch.client_offsets[group[first]])
+    return batch.distinct_callers
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False
+    return values
 
 
 def duplicate_client_counts(batch: GroupBatch, callers: Callers) -> np.ndarray:

@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim.arrays import Strings, as_objects, factorize, null_or_empty, offsets, take, within_runs
+from rmqsim.arrays import Strings, as_objects, null_or_empty, offsets, take, within_runs
 from rmqsim.strategies import avg, avg_by_circle
 from rmqsim.strategies.batch import (
     EMPTY_CID_ALL,
@@ -246,7 +246,7 @@ def _shares(batch: GroupBatch, callers: Callers, names: np.ndarray, extra: np.nd
 def _first_occurrence(batch: GroupBatch) -> np.ndarray:
     """Per flat client, the flat index of its id's first occurrence in its group's cidAll."""
     group = np.repeat(np.arange(batch.n_groups, dtype=_I64), batch.client_counts)
-    codes = factorize(batch.client_ids)
+    codes = batch.client_codes
     key = group * (int(codes.max(initial=0)) + 1) + codes
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first[inverse.ravel()].astype(_I64)
@@ -255,7 +255,7 @@ def _first_occurrence(batch: GroupBatch) -> np.ndarray:
 def every_broker(batch: GroupBatch, callers: Callers) -> Allocation:
     """One (broker, -1) per distinct broker of the caller's mqAll, in mqAll order."""
     queue_group = batch.queue_group
-    codes = factorize(batch.queue_broker)
+    codes = batch.broker_codes
     key = queue_group * (int(codes.max(initial=0)) + 1) + codes
     first = np.sort(np.unique(key, return_index=True)[1]).astype(_I64)
     per_group = np.bincount(queue_group[first], minlength=batch.n_groups).astype(_I64)
