@@ -441,11 +441,15 @@ def _falling_behind_rows(
 
 
 def _assignment_lists(rows: pa.RecordBatch, a: Allocated, written: np.ndarray | None) -> pa.RecordBatch:
-    """Each caller that holds a queue, with its queues in the order the strategy returned them."""
+    """Each caller that holds a queue, with its queues in the order the strategy returned them;
+    only the callers of rows ``written`` (None: all)."""
     caller = a.allocation.caller
-    held = np.bincount(caller, minlength=len(a.callers))
+    order = np.argsort(caller, kind="stable")
+    if written is not None:  # the lists of rows not written are not built
+        order = order[written[a.callers.group[caller[order]]]]
+    held = np.bincount(caller[order], minlength=len(a.callers))
     holders = np.flatnonzero(held > 0)
-    order = pa.array(np.argsort(caller, kind="stable"), type=pa.int64())
+    order = pa.array(order, type=pa.int64())
     offsets = np.zeros(len(holders) + 1, dtype=np.int32)
     np.cumsum(held[holders], out=offsets[1:])
     brokers = a.allocation.brokers(a.batch)
@@ -460,11 +464,7 @@ def _assignment_lists(rows: pa.RecordBatch, a: Allocated, written: np.ndarray | 
         PATHS_ARROW.take(pa.array(a.computed_by[holders], type=pa.int64())),
         pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), queues, type=OWNED_ARROW),
     ]
-    return _wanted(
-        pa.RecordBatch.from_arrays(columns, schema=CLIENT_ASSIGNMENTS_ARROW),
-        a.callers.group[holders],
-        written,
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=CLIENT_ASSIGNMENTS_ARROW)
 
 
 def _keys(rows: pa.RecordBatch, strategy: str, row: np.ndarray) -> list[pa.Array]:
