@@ -97,3 +97,42 @@ def carry_over(
         np.concatenate([alloc.queue_ids(batch).astype(np.int64)[keep], src_ids]) if explicit else None,
         alloc.null_result,
     )
+
+
+def of_rows(a: Allocated, rows: np.ndarray, batch: GroupBatch) -> Allocated:
+    """``a`` over some of its batch's rows: ``rows`` (sorted row indices), ``batch`` theirs alone
+    (stage.batches.to_batch of those rows); their callers and the queues they hold, renumbered in
+    the same order. A caller holds queues of its own row's mqAll (index -1: a queue outside it)."""
+    old = a.batch
+    new_row = np.full(old.n_groups, -1, np.int64)
+    new_row[rows] = np.arange(len(rows))
+    kept = np.flatnonzero(new_row[a.callers.group] >= 0)
+    was = a.callers.group[kept]
+    now = new_row[was]
+    client = batch.client_offsets[now] + a.callers.client[kept] - old.client_offsets[was]
+    callers = Callers(now, client, a.callers.index[kept])
+    caller_of = np.full(len(a.callers), -1, np.int64)
+    caller_of[kept] = np.arange(len(kept))
+    alloc = a.allocation
+    held = np.flatnonzero(caller_of[alloc.caller] >= 0)
+    queue = alloc.queue[held]
+    row = a.callers.group[alloc.caller[held]]
+    queue = np.where(queue >= 0, batch.queue_offsets[new_row[row]] + queue - old.queue_offsets[row], queue)
+    allocation = Allocation(
+        caller_of[alloc.caller[held]],
+        queue,
+        None if alloc.broker is None else take(alloc.broker, held),
+        None if alloc.queue_id is None else alloc.queue_id[held],
+        None if alloc.null_result is None else alloc.null_result[kept],
+    )
+    runs_it = new_row[a.rows]
+    return Allocated(
+        a.strategy,
+        batch,
+        callers,
+        allocation,
+        a.errors[kept],
+        runs_it[runs_it >= 0],
+        a.computed_by[kept],
+        None if a.stale is None else a.stale[kept],
+    )

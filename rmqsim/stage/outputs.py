@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim.impact import SUMMED
-from rmqsim.stage.batches import row_codes, whole_groups, with_absent_columns
+from rmqsim.stage.allocated import Allocated, of_rows
+from rmqsim.stage.batches import row_codes, to_batch, whole_groups, with_absent_columns
 from rmqsim.stage.dispatch import allocate_rows
 from rmqsim.stage.handover_rows import handover_rows
 from rmqsim.stage.metric_rows import metric_rows
@@ -39,7 +40,7 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool =
     allocated = allocate_rows(rows)
     written = _written(rows)
     wanted = dict(falling_behind="falling_behind" in out, assignments="assignments" in out)
-    for strategy in metric_rows(rows, allocated, written=written, **wanted):
+    for strategy in metric_rows(*_written_only(rows, allocated, written), **wanted):
         for table in ("group_metrics", "consumer_load", "assignments", "falling_behind"):
             if table in out:
                 out[table].append(getattr(strategy, table))
@@ -54,6 +55,21 @@ def stage_outputs(rows: pa.RecordBatch, tables: Sequence[str], *, summed: bool =
             if table in out:
                 out[table] = [_adding(part, columns) for part in out[table]]
     return out
+
+
+def _written_only(
+    rows: pa.RecordBatch, allocated: list[Allocated], written: np.ndarray | None
+) -> tuple[pa.RecordBatch, list[Allocated]]:
+    """The rows written and their allocations (metric_rows' input): a later phase's chunk holds
+    the phase 0 it moves from unwritten, half its rows. The allocation ran over every row, as a
+    phase's may start from the one before (STICKY, a stale view, a kept answer); a written (scenario,
+    phase, group) keeps all its rows, so each client's sums over its topics are whole."""
+    if written is None or not allocated:
+        return rows, allocated
+    kept = np.flatnonzero(written)
+    some = rows.take(pa.array(kept, type=pa.int64()))
+    batch = to_batch(some)
+    return some, [of_rows(a, kept, batch) for a in allocated]
 
 
 def _adding(rows: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
