@@ -106,12 +106,14 @@ def sweep_elements(
     *,
     strategies: list[str] | None = None,
     fleet_rows: int | None = None,
+    after: Future | None = None,
 ) -> Swept | None:
     """Every element of every sweep through the stage, each cut to what it touches, in chunks of
     about as many route rows as the fleet has (so that the driver holds about one fleet's worth
     more); their rows back in the driver, summed per element, ranked. None without sweeps.
     ``strategies`` (every strategy the run computes) and ``fleet_rows`` (the fleet's route rows):
-    where ``built`` no longer holds its routes.
+    where ``built`` no longer holds its routes. ``after``: a stage still running, which the first
+    element's is to follow (its chunk is built beside it).
 
     While Spark runs a chunk, this thread sums the chunk before and builds the next (numpy and
     pyarrow let go of the GIL). The builds stay in this thread: its allocator has kept the memory
@@ -135,6 +137,8 @@ def sweep_elements(
     parts, running = [], None
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-sweep-stage") as stage:
         for chunk, elements in chunked(config, built, [s for _, s in every], "sweep elements", fleet_rows):
+            if after is not None:
+                after.result()
             rows = stage.submit(sink.collect_stage, stage_input(spark, elements, config), impact.COLLECTED)
             if running is not None:
                 parts.append(summed(*running))
@@ -219,17 +223,28 @@ def _staged_in_chunks(
     strategies, fleet_rows = _strategies(first.group_routes), first.group_routes.num_rows
     record = _kept(first)
     chunks = chunked(config, record, list(record.later), "scenarios", fleet_rows)
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-phase-0") as pool:
-        # Phase 0's stage runs while this thread builds the first chunk, on the core it leaves.
-        at_0 = pool.submit(_stage, spark, config, sink, first, tables)
+    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-chunk-stage") as pool:
+        # Phase 0's stage runs while this thread builds the first chunk (or the sweep's first),
+        # on the core it leaves; so does each chunk's while this thread builds the next.
+        running = pool.submit(_stage, spark, config, sink, first, tables)
         del first
-        record, strategies = _staged_chunks(spark, config, sink, chunks, tables, record, strategies, at_0)
-    record = replace(
-        record, later=(), last_phases={**record.last_phases, **without_steps(found.scenarios, record)}
-    )
-    swept = sweep_elements(
-        spark, config, sink, record, found.sweeps, strategies=sorted(strategies), fleet_rows=fleet_rows
-    )
+        record, strategies, running = _staged_chunks(
+            spark, config, sink, pool, chunks, tables, record, strategies, running
+        )
+        record = replace(
+            record, later=(), last_phases={**record.last_phases, **without_steps(found.scenarios, record)}
+        )
+        swept = sweep_elements(
+            spark,
+            config,
+            sink,
+            record,
+            found.sweeps,
+            strategies=sorted(strategies),
+            fleet_rows=fleet_rows,
+            after=running,
+        )
+        running.result()
     detail = list(swept.detail) if swept is not None else []
     elements = chunked(config, record, detail, "detailed sweep elements", fleet_rows)
     first_detail = next(elements, None)
@@ -244,7 +259,10 @@ def _staged_in_chunks(
     if first_detail is not None:
         elements = itertools.chain([first_detail], elements)
         del first_detail
-        record, _ = _staged_chunks(spark, config, sink, elements, tables, record, set())
+        with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-chunk-stage") as pool:
+            record, _, running = _staged_chunks(spark, config, sink, pool, elements, tables, record, set())
+            if running is not None:
+                running.result()
     for name in set(tables) - set(stage_tables(record)):
         sink.drop(name)
     return record, swept
@@ -254,28 +272,27 @@ def _staged_chunks(
     spark: SparkSession,
     config: SimulateConfig,
     sink: Sink,
+    pool: ThreadPoolExecutor,
     chunks: Iterator[tuple[list[parse.Scenario], Staged]],
     tables: tuple[str, ...],
     record: Staged,
     strategies: set[str],
     running: Future | None = None,
-) -> tuple[Staged, set[str]]:
-    """Each chunk (chunks) through the stage, appended: while Spark runs one, this thread builds
-    the next (numpy and pyarrow let go of the GIL). ``record`` and ``strategies``: of the stages
-    before, returned with these chunks' too; ``running``: the stage before, if it is still running."""
-    with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-chunk-stage") as pool:
-        for _, cut in chunks:
-            marked = as_written(cut)
-            del cut
-            if running is not None:
-                running.result()
-            running = pool.submit(_stage, spark, config, sink, marked, tables, append=True)
-            strategies |= _strategies(marked.group_routes)
-            record = _kept(marked, record)
-            del marked
+) -> tuple[Staged, set[str], Future | None]:
+    """Each chunk (chunks) through the stage on ``pool``, appended: while Spark runs one, this
+    thread builds the next (numpy and pyarrow let go of the GIL). ``record`` and ``strategies``: of
+    the stages before, returned with these chunks' too; ``running``: the stage before, if it may
+    still run. The last stage is returned running: the caller may build more beside it."""
+    for _, cut in chunks:
+        marked = as_written(cut)
+        del cut
         if running is not None:
             running.result()
-    return record, strategies
+        running = pool.submit(_stage, spark, config, sink, marked, tables, append=True)
+        strategies |= _strategies(marked.group_routes)
+        record = _kept(marked, record)
+        del marked
+    return record, strategies, running
 
 
 def _stage(
