@@ -137,16 +137,34 @@ def report(
     name: str, old: pa.Table | None, new: pa.Table | None, args: argparse.Namespace
 ) -> tuple[bool, list[str]]:
     """Whether the table is equal; its result line, then example rows found in one run only."""
-    line = f"{name:<20}  {'-' if old is None else len(old):>9}  {'-' if new is None else len(new):>9}  "
     if old is None or new is None:
+        line = f"{name:<20}  {'-' if old is None else len(old):>9}  {'-' if new is None else len(new):>9}  "
         return False, [line + f"DIFFERENT (table only in {'old' if new is None else 'new'} run)"]
-    reason, only_old, only_new = compare(old, new, args.float_tolerance)
-    examples = [
-        f"    only in {side}: {row}"
-        for side, rows in (("old", only_old), ("new", only_new))
-        for row in rows.slice(0, args.show).to_pylist()
-    ]
-    return reason is None, [line + ("equal" if reason is None else f"DIFFERENT ({reason})"), *examples]
+    return report_parts(name, iter([(old, new)]), args)
+
+
+def report_parts(
+    name: str, parts: Iterator[tuple[pa.Table, pa.Table]], args: argparse.Namespace
+) -> tuple[bool, list[str]]:
+    """report over a table compared a part at a time (old's part, new's part): its rows counted
+    over the parts, the reasons of the parts that differ, their first example rows."""
+    counts, reasons, examples = [0, 0], [], []
+    for old, new in parts:
+        counts[0] += len(old)
+        counts[1] += len(new)
+        reason, only_old, only_new = compare(old, new, args.float_tolerance)
+        if reason is None:
+            continue
+        reasons.append(reason)
+        examples += [
+            f"    only in {side}: {row}"
+            for side, rows in (("old", only_old), ("new", only_new))
+            for row in rows.slice(0, max(args.show - len(examples) // 2, 0)).to_pylist()
+        ]
+    line = f"{name:<20}  {counts[0]:>9}  {counts[1]:>9}  "
+    if not reasons:
+        return True, [line + "equal"]
+    return False, [line + f"DIFFERENT ({'; '.join(dict.fromkeys(reasons))})", *examples]
 
 
 @dataclass(frozen=True)
@@ -176,26 +194,40 @@ def compare_runs(
     if any(t is not None for t in touched):
         found = [n for n in found if n != "touched"]  # the rebuild's input, not a table to compare
 
-    def rebuilt(side: int, name: str) -> pa.Table | None:
-        """The run's table, a later phase rebuilt from phase 0 and touched/ where the run has it."""
-        table = read_table(runs[side] / name)
+    def rebuilt(side: int, name: str, table: pa.Table | None, scenario: str | None = None) -> pa.Table | None:
+        """The run's table (``scenario``'s rows alone, where given), a later phase rebuilt from
+        phase 0 and touched/ where the run has it."""
         if table is None or touched[side] is None:
-            return table
+            return table if scenario is None else table.filter(pc.equal(table["scenario"], scenario))
         listed = touched[side].cast(schemas.arrow(schemas.TOUCHED))
         last = phases.last_phases(summaries[side])
         if name == "rejects":
             return phases.full_rejects(table, listed, last)
         if name not in phases.PHASED_TABLES:
             return table
-        return phases.full(name, table, listed, last)
+        return phases.full(name, table, listed, last, scenarios=None if scenario is None else (scenario,))
+
+    def by_scenario(name: str, old: pa.Table, new: pa.Table) -> Iterator[tuple[pa.Table, pa.Table]]:
+        """A phased table of a run with touched/, a scenario at a time: every phase of every
+        scenario rebuilt at once is the fleet once per phase (a 2M-assignment fleet's 24 plain
+        scenarios: 98M assignment rows a side, more than this machine's memory)."""
+        every = set()
+        for summary in summaries:
+            every |= set(phases.last_phases(summary)) if summary is not None else set()
+        for scenario in sorted(every - {phases.SNAPSHOT}):
+            yield rebuilt(0, name, old, scenario), rebuilt(1, name, new, scenario)
 
     results = []
+    some_touched = any(t is not None for t in touched)
     for name in found if tables is None else tables:
-        new = rebuilt(1, name)
+        old, new = (read_table(run / name) for run in runs)
         added = [c.split(".", 1)[1] for c in new_columns if c.split(".", 1)[0] == name]
         if new is not None and added:
             new = new.drop_columns([c for c in added if c in new.column_names])
-        equal, lines = report(name, rebuilt(0, name), new, args)
+        if old is not None and new is not None and name in phases.PHASED_TABLES and some_touched:
+            equal, lines = report_parts(name, by_scenario(name, old, new), args)
+        else:
+            equal, lines = report(name, rebuilt(0, name, old), rebuilt(1, name, new), args)
         results.append(TableResult(name, equal, lines))
     return results
 

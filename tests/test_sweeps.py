@@ -10,10 +10,12 @@ which are computed over the whole fleet, phase by phase).
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.compare_runs import compare_runs, read_table
@@ -96,6 +98,18 @@ def test_later_phases_rebuilt_from_phase_0_and_touched_equal_full_phases(spark, 
         for k in range(1, 9)
     }
     assert all(by_phase[k] <= by_phase[k + 1] for k in range(1, 8))
+    # Where a run has touched/, a phased table is compared a scenario at a time: one row of one
+    # scenario's later phase changed (a queue more) is still found, in that table alone.
+    broken = tmp_path / "broken"
+    shutil.copytree(changed.out, broken)
+    part = next((broken / "group_metrics").glob("scenario=room-goes/*/*.parquet"))
+    rows = pq.read_table(part)
+    at = rows.schema.get_field_index("queue_count")
+    more = pc.add(rows["queue_count"], pa.array([1] + [0] * (rows.num_rows - 1), rows["queue_count"].type))
+    pq.write_table(rows.set_column(at, rows.schema.field(at), more), part)
+    results = {r.name: r for r in compare_runs(full.out, broken, tables=["group_metrics", "assignments"])}
+    assert results["assignments"].equal
+    assert results["group_metrics"].lines[0].endswith("DIFFERENT (rows only in old: 1, only in new: 1)")
 
 
 def test_phase_0_is_written_once_and_a_later_phase_only_what_its_steps_touched(spark, tmp_path) -> None:
