@@ -211,11 +211,11 @@ def compare_runs(
         """A phased table of a run with touched/, a scenario at a time: every phase of every
         scenario rebuilt at once is the fleet once per phase (a 2M-assignment fleet's 24 plain
         scenarios: 98M assignment rows a side, more than this machine's memory)."""
-        every = set()
-        for summary in summaries:
-            every |= set(phases.last_phases(summary)) if summary is not None else set()
-        for scenario in sorted(every - {phases.SNAPSHOT}):
+        for scenario in scenarios:
             yield rebuilt(0, name, old, scenario), rebuilt(1, name, new, scenario)
+
+    every = [phases.last_phases(summary) for summary in summaries if summary is not None]
+    scenarios = sorted({s for last in every for s in last} - {phases.SNAPSHOT})
 
     results = []
     some_touched = any(t is not None for t in touched)

@@ -59,12 +59,10 @@ def metric_rows(
     *,
     falling_behind: bool = False,
     assignments: bool = True,
-    written: np.ndarray | None = None,
 ) -> list[MetricRows]:
     """The rows of every strategy in ``allocated`` (stage.dispatch.allocate_rows(rows)); with
-    ``falling_behind``, that table's rows too; without ``assignments``, not theirs (None).
-    ``written``: per input row, whether its rows are wanted (None: all are). The others are still
-    allocated and summed, as what they hold (a phase 0 a later phase moves from) needs them."""
+    ``falling_behind``, that table's rows too; without ``assignments``, not theirs (None). Every
+    row of ``rows`` is written (stage.outputs cuts a batch to those)."""
     group_code = row_codes(rows, "scenario", "phase", "group")
     offsets_known = has_offsets(rows)
     traffic_known = has_traffic(rows)
@@ -85,21 +83,16 @@ def metric_rows(
         columns += _capacity_columns(rows, a, load, clients, keep, needed)
         behind = None
         if falling_behind:
-            behind = _falling_behind_rows(rows, a, clients, keep, sums, needed, group_code, written)
+            behind = _falling_behind_rows(rows, a, clients, keep, sums, needed, group_code)
         out.append(
             MetricRows(
-                group_metrics=_group_metric_rows(rows, a, columns, written),
-                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums, written),
-                assignments=_assignment_lists(rows, a, written) if assignments else None,
+                group_metrics=_group_metric_rows(rows, a, columns),
+                consumer_load=_consumer_load_rows(rows, a, load, clients, keep, sums),
+                assignments=_assignment_lists(rows, a) if assignments else None,
                 falling_behind=behind,
             )
         )
     return out
-
-
-def _wanted(batch: pa.RecordBatch, row: np.ndarray, written: np.ndarray | None) -> pa.RecordBatch:
-    """``batch`` (a row per input row ``row``) less the rows of input rows not written."""
-    return batch if written is None else batch.filter(pa.array(written[row]))
 
 
 def _clients(a: Allocated, group_code: np.ndarray) -> capacity.Clients:
@@ -353,12 +346,10 @@ def _doubles(values: np.ndarray, mask: np.ndarray) -> pa.Array:
     return pa.array(values, mask=mask | np.isnan(values), type=pa.float64())
 
 
-def _group_metric_rows(
-    rows: pa.RecordBatch, a: Allocated, columns: list[pa.Array], written: np.ndarray | None
-) -> pa.RecordBatch:
-    """A row per batch row that runs the strategy and is written, clientless ones included (a
-    (topic, group) every client left keeps its metrics)."""
-    row = a.rows if written is None else a.rows[written[a.rows]]
+def _group_metric_rows(rows: pa.RecordBatch, a: Allocated, columns: list[pa.Array]) -> pa.RecordBatch:
+    """A row per batch row that runs the strategy, clientless ones included (a (topic, group)
+    every client left keeps its metrics)."""
+    row = a.rows
     at = pa.array(row, type=pa.int64())
     return pa.RecordBatch.from_arrays(
         [*_keys(rows, a.strategy, row), *(c.take(at) for c in columns)], schema=GROUP_METRICS_ARROW
@@ -372,7 +363,6 @@ def _consumer_load_rows(
     clients: capacity.Clients,
     keep: capacity.Keeping,
     sums: ClientSums,
-    written: np.ndarray | None,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group, client): its load over every topic of the group it reads."""
     batch, callers = a.batch, a.callers
@@ -400,9 +390,7 @@ def _consumer_load_rows(
         _doubles(keep.growth, unknown),
         _doubles(keep.drain, unknown),
     ]
-    return _wanted(
-        pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW), callers.group[firsts], written
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=CONSUMER_LOAD_ARROW)
 
 
 def _falling_behind_rows(
@@ -413,7 +401,6 @@ def _falling_behind_rows(
     sums: ClientSums,
     needed: np.ndarray,
     group_code: np.ndarray,
-    written: np.ndarray | None,
 ) -> pa.RecordBatch:
     """A row per (scenario, phase, group) that falls behind (schemas.FALLING_BEHIND): its clients'
     figures as consumer_load gives them, summed. The clients come sorted by group (_clients)."""
@@ -435,21 +422,15 @@ def _falling_behind_rows(
         _doubles(behind.max_ratio, np.zeros(len(behind.max_ratio), dtype=bool)),
         _longs(np.nan_to_num(need), np.isnan(need)),
     ]
-    return _wanted(
-        pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW), row[behind.client], written
-    )
+    return pa.RecordBatch.from_arrays(columns, schema=FALLING_BEHIND_ARROW)
 
 
-def _assignment_lists(rows: pa.RecordBatch, a: Allocated, written: np.ndarray | None) -> pa.RecordBatch:
-    """Each caller that holds a queue, with its queues in the order the strategy returned them;
-    only the callers of rows ``written`` (None: all)."""
+def _assignment_lists(rows: pa.RecordBatch, a: Allocated) -> pa.RecordBatch:
+    """Each caller that holds a queue, with its queues in the order the strategy returned them."""
     caller = a.allocation.caller
-    order = np.argsort(caller, kind="stable")
-    if written is not None:  # the lists of rows not written are not built
-        order = order[written[a.callers.group[caller[order]]]]
-    held = np.bincount(caller[order], minlength=len(a.callers))
+    held = np.bincount(caller, minlength=len(a.callers))
     holders = np.flatnonzero(held > 0)
-    order = pa.array(order, type=pa.int64())
+    order = pa.array(np.argsort(caller, kind="stable"), type=pa.int64())
     offsets = np.zeros(len(holders) + 1, dtype=np.int32)
     np.cumsum(held[holders], out=offsets[1:])
     brokers = a.allocation.brokers(a.batch)
