@@ -137,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--partitions",
         type=_positive_int,
-        help="Python tasks of the allocation stage (default: 2 per core, fewer for a small fleet)",
+        help="Python tasks of the allocation stage (default: 2 per core, 1 per core for a chunk of"
+        " scenarios or sweep elements, fewer for a small fleet)",
     )
     sim.add_argument(
         "--drain-target",

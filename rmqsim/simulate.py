@@ -41,6 +41,12 @@ log = logging.getLogger(__name__)
 
 # The recommendation's rows a run hands back to print: a fleet has tens of thousands of groups.
 PRINTED_GROUPS = 20
+# Python tasks per core of the fleet's stage, and of a chunk's (scenarios or sweep elements, staged
+# beside the driver's build of the next). On the 2M fleet's 24 plain scenarios, chunks of two per
+# core cost 1.5 CPU-s and 0.9 s more than of one; its sweep, 0.3 s more. The fleet alone was no
+# faster on one per core.
+TASKS_PER_CORE = 2
+CHUNK_TASKS_PER_CORE = 1
 
 
 @dataclass(frozen=True)
@@ -63,17 +69,22 @@ class RunResult:
     stranded: list[dict] = field(default_factory=list)
 
 
-def allocation_partitions(spark: SparkSession, config: SimulateConfig) -> int:
+def allocation_partitions(spark: SparkSession, config: SimulateConfig, *, chunk: bool = False) -> int:
+    """``--partitions``, else TASKS_PER_CORE per core (a ``chunk``'s: CHUNK_TASKS_PER_CORE)."""
     if config.partitions:
         return config.partitions
     if session.is_remote(spark):  # no SparkContext to ask for the cores
         return int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    return max(2, 2 * spark.sparkContext.defaultParallelism)
+    per_core = CHUNK_TASKS_PER_CORE if chunk else TASKS_PER_CORE
+    return max(per_core, per_core * spark.sparkContext.defaultParallelism)
 
 
-def stage_input(spark: SparkSession, built: Staged, config: SimulateConfig) -> tasks.StageInput:
-    """The routes for the stage, with the partitions and tasks it runs on."""
-    partitions = allocation_partitions(spark, config)
+def stage_input(
+    spark: SparkSession, built: Staged, config: SimulateConfig, *, chunk: bool = False
+) -> tasks.StageInput:
+    """The routes for the stage, with the partitions and tasks it runs on. ``chunk``: a chunk of
+    scenarios or sweep elements, staged beside the driver's build of the next."""
+    partitions = allocation_partitions(spark, config, chunk=chunk)
     return tasks.StageInput(built.group_routes, built.absent, partitions, config.partitions)
 
 
@@ -139,7 +150,9 @@ def sweep_elements(
         for chunk, elements in chunked(config, built, [s for _, s in every], "sweep elements", fleet_rows):
             if after is not None:
                 after.result()
-            rows = stage.submit(sink.collect_stage, stage_input(spark, elements, config), impact.COLLECTED)
+            rows = stage.submit(
+                sink.collect_stage, stage_input(spark, elements, config, chunk=True), impact.COLLECTED
+            )
             if running is not None:
                 parts.append(summed(*running))
             running = (chunk, elements, rows)
@@ -309,7 +322,7 @@ def _stage(
     # queue_traffic needs nothing of the stage's: written beside it, on the core its tasks leave.
     with ThreadPoolExecutor(1, thread_name_prefix="rmqsim-queue-traffic") as pool:
         written = pool.submit(_write_queue_traffic, sink, built.traffic, append)
-        sink.run_stage(stage_input(spark, built, config), tables, append=append)
+        sink.run_stage(stage_input(spark, built, config, chunk=append), tables, append=append)
         written.result()
 
 

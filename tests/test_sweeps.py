@@ -19,6 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rmqsim.compare_runs import compare_runs, read_table
+from rmqsim.config import SimulateConfig
+from rmqsim.simulate import allocation_partitions
 from rmqsim.snapshot import synthetic, synthetic_traffic, write
 from rmqsim.stage.outputs import _adding
 from tests.simulated import simulated
@@ -287,3 +289,15 @@ def test_a_sweep_sums_the_same_through_either_sink(spark, tmp_path, fleet) -> No
     assert result.equal, result.lines
     brokers = len(_names(fleet, "brokers", "broker_name"))
     assert read_table(arrow.out / "sweep").num_rows == brokers * len(STRATEGIES)
+
+
+def test_a_chunk_runs_one_task_per_core_and_the_fleet_two(spark) -> None:
+    # local[2]: the fleet's stage on 2 x 2 tasks, a chunk's on 2 (fewer for few routes), and
+    # --partitions rules both.
+    config = SimulateConfig(snapshot="s", out="o")
+    cores = spark.sparkContext.defaultParallelism
+    assert cores == 2
+    assert allocation_partitions(spark, config) == 4
+    assert allocation_partitions(spark, config, chunk=True) == 2
+    given = SimulateConfig(snapshot="s", out="o", partitions=3)
+    assert allocation_partitions(spark, given) == allocation_partitions(spark, given, chunk=True) == 3
