@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
@@ -185,3 +186,32 @@ def test_part_files_keep_dictionaries_for_all_but_floating_point_columns(sample_
                     continue
                 floating = chunk.physical_type in ("DOUBLE", "FLOAT")
                 assert chunk.has_dictionary_page != floating, (path, chunk.path_in_schema)
+
+
+def test_a_scenario_read_alone_is_its_rows_of_the_whole_table(spark, tmp_path) -> None:
+    """The arrow sink reads one scenario from its directory alone: the same rows, in the same
+    order and types, as the whole table filtered on it; a scenario without rows gives none."""
+    names = ["plain", "a/b", "x=y:z", "50%"]
+    schema = schemas.arrow(schemas.MOVEMENT)
+    rows = [
+        {
+            f.name: (1 if pa.types.is_integer(f.type) else 0.5 if pa.types.is_floating(f.type) else "t")
+            for f in schema
+        }
+        | {"scenario": n, "strategy": s, "group": f"g{i}", "to_phase": i}
+        for i, (n, s) in enumerate((n, s) for n in names for s in ("AVG", "CONSISTENT_HASH"))
+    ]
+    sink = open_sink(spark, str(tmp_path / "run"), kind="arrow")
+    sink.write("movement", pa.Table.from_pylist(rows, schema))
+    whole = sink.read("movement")
+    for name in names:
+        mine = whole.filter(pc.equal(whole["scenario"], name))
+        assert mine.num_rows == 2
+        assert sink.read("movement", where={"scenario": name}).equals(mine)
+        columns = ("group", "scenario", "to_phase")
+        assert sink.read("movement", columns, {"scenario": name}).equals(mine.select(columns))
+        one = sink.read("movement", ("group",), {"scenario": name, "strategy": "AVG"})
+        assert one.num_rows == 1
+    nobody = sink.read("movement", ("group", "scenario"), {"scenario": "nobody"})
+    assert nobody.num_rows == 0 and nobody.schema == whole.select(["group", "scenario"]).schema
+    sink.abandon()

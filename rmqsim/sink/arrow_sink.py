@@ -302,15 +302,42 @@ class ArrowSink:
         only the rows whose columns equal ``where``'s values."""
         spec = schemas.OUTPUTS[name]
         schema = schemas.arrow(spec.schema)
-        keys = pa.schema([schema.field(c) for c in spec.partitioned_by])
-        hive = ds.partitioning(keys, flavor="hive") if spec.partitioned_by else None
+        wanted = list(columns or schema.names)
+        where = dict(where or {})
+        # The leading partition columns ``where`` names are read from their directory alone: a
+        # dataset of the whole table would list every scenario's files to read one scenario's.
+        fixed: dict[str, object] = {}
+        for column in spec.partitioned_by:
+            if column not in where:
+                break
+            fixed[column] = where.pop(column)
+        path = self.directory.table(name)
+        if fixed and os.path.isdir(path):
+            path = os.path.join(path, partition_directory((c, str(v)) for c, v in fixed.items()))
+            if not os.path.isdir(path):  # no row of those values
+                return schema.empty_table().select(wanted)
+        else:
+            where.update(fixed)
+            fixed = {}
+        rest = [c for c in spec.partitioned_by if c not in fixed]
+        hive = ds.partitioning(pa.schema([schema.field(c) for c in rest]), flavor="hive") if rest else None
         # Hidden and _underscore files (_SUCCESS, Spark's .crc files) are not data: left out.
-        found = ds.dataset(self.directory.table(name), schema=schema, format="parquet", partitioning=hive)
+        found = ds.dataset(
+            path,
+            schema=pa.schema([f for f in schema if f.name not in fixed]),
+            format="parquet",
+            partitioning=hive,
+        )
         condition = None
-        for column, value in (where or {}).items():
+        for column, value in where.items():
             test = ds.field(column) == value
             condition = test if condition is None else condition & test
-        return found.to_table(columns=list(columns or schema.names), filter=condition)
+        table = found.to_table(columns=[c for c in wanted if c not in fixed], filter=condition)
+        for column, value in fixed.items():
+            if column in wanted:
+                values = pa.repeat(pa.scalar(value, schema.field(column).type), table.num_rows)
+                table = table.add_column(0, schema.field(column), values)
+        return table.select(wanted)
 
     def drop(self, name: str) -> None:
         """Table ``name`` removed from the run: an earlier stage wrote it for phases that, it
