@@ -185,25 +185,44 @@ class _Rolling:
         )
         if base.movement is None or self.load is None:
             return _Rolled(summary, brains, _thrown(rows), steps)
-        # comparison reads every (topic, group) from phase 0 to the last, and what each step moved:
-        # an untouched one moves nothing at a step, so its rows are needed at the last phase alone,
-        # not at each of a rolling restart's 80.
-        last = self.last[scenario]
-        moved = phases.of_scenario(
-            "movement",
-            base.movement,
-            self.keys["movement"],
-            rows.movement,
-            self.touched,
-            scenario,
-            last,
-            last,
-        )
-        earlier = rows.movement.filter(pc.less(rows.movement["to_phase"], last))
-        moved = pa.concat_tables([moved, earlier.cast(moved.schema)])
+        # comparison sums every (topic, group)'s movement from phase 0 to the last, and what each
+        # step moved: the untouched ones' are phase 0's rows against themselves, summed per
+        # strategy rather than written out at the last phase.
+        written = rollups.movement_sums(rows.movement, rollups.last_phases(summary))
+        moves = rollups.summed_moves([written, self._untouched_moves(scenario, self.last[scenario])])
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
-        compared = rollups.comparison(summary, moved, rows.handover)
+        compared = rollups.comparison(summary, None, rows.handover, moves=moves)
         return _Rolled(summary, brains, _thrown(rows), steps, compared, advised)
+
+    def _untouched_moves(self, scenario: str, last: int) -> pa.Table:
+        """rollups.movement_sums' rows of the (topic, group)s ``scenario`` left untouched at its
+        last phase (phases.of_scenario's): phase 0's row of each, from phase 0 to the last and
+        over the last step, which moves nothing."""
+        movement = self.base.movement
+        mine = self.touched.filter(
+            pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
+        )
+        listed = pc.unique(phases.keyed(mine, "movement"))
+        kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
+        if last < 1:  # no later phase: none
+            kept = kept.slice(0, 0)
+        sums = kept.group_by("strategy", use_threads=False).aggregate(
+            [(c, "sum") for c in ("queues_in_both", "moved", "min_moves", "moved_backlog")]
+            + [("strategy", "count"), ("min_moves", "count")]
+        )
+        return pa.table(
+            {
+                "scenario": pa.repeat(pa.scalar(scenario, pa.string()), sums.num_rows),
+                "strategy": sums["strategy"],
+                "queues_in_both": sums["queues_in_both_sum"],
+                "queues_moved": sums["moved_sum"],
+                "min_moves": sums["min_moves_sum"],
+                "moved_over_steps": sums["moved_sum"],
+                "moved_backlog": sums["moved_backlog_sum"],
+                "_whole": sums["strategy_count"],
+                "_counted": sums["min_moves_count"],
+            }
+        )
 
     def kept(self, done: _Rolled) -> None:
         """A scenario's rollups added to the run's, in the order of the scenarios."""

@@ -397,18 +397,25 @@ def conformed(table: pa.Table, schema: StructType) -> pa.Table:
     return pa.table({f.name: table[f.name].cast(to_arrow_type(f.dataType)) for f in schema.fields})
 
 
-def _last_phases(summary: pa.Table) -> pa.Table:
+def last_phases(summary: pa.Table) -> pa.Table:
     return (
         summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns({"phase_max": "last_phase"})
     )
 
 
-def comparison(summary: pa.Table, movement: pa.Table, handover: pa.Table | None = None) -> pa.Table:
+def comparison(
+    summary: pa.Table,
+    movement: pa.Table | None,
+    handover: pa.Table | None = None,
+    *,
+    moves: pa.Table | None = None,
+) -> pa.Table:
     """One row per (scenario, strategy), schemas.COMPARISON, in that order: the fleet at phase 0
     against the last phase, and the queues that changed owner between the two (with the fewest
     possible) and over every step; with ``handover`` (HANDOVER_COLUMNS of handover/), the
-    hand-overs' costs summed over every step (0 where there is none)."""
-    last = _last_phases(summary)
+    hand-overs' costs summed over every step (0 where there is none). ``moves``: movement_sums'
+    rows, given for ``movement`` (None)."""
+    last = last_phases(summary)
     phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
     before = before.rename_columns({c: f"{c}_before" for c in COMPARED})
@@ -416,6 +423,34 @@ def comparison(summary: pa.Table, movement: pa.Table, handover: pa.Table | None 
     after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
     after = after.rename_columns({c: f"{c}_after" for c in COMPARED})
 
+    moves = movement_sums(movement, last) if moves is None else moves
+    # Null where any (topic, group) has none (an unowned or twice-owned queue after): a sum of
+    # the others would pass for the scenario's minimum.
+    complete = pc.equal(pc.fill_null(moves["_whole"], 0), moves["_counted"])
+    moves = pa.table(
+        {
+            **{c: moves[c] for c in SCENARIO_STRATEGY},
+            **{c: when(complete, moves[c]) if c == "min_moves" else moves[c] for c in MOVES},
+        }
+    )
+    out = (
+        before.join(after, SCENARIO_STRATEGY, join_type="full outer")
+        .join(moves, SCENARIO_STRATEGY, join_type="left outer")
+        .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
+    )
+    out = _with_handovers(out, handover)
+    return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+
+
+# comparison's figures of movement per (scenario, strategy), summed: over the rows from phase 0
+# to the last (moved_over_steps: over each step's), nulls left out (null where every row's is).
+MOVES = ["queues_in_both", "queues_moved", "min_moves", "moved_over_steps", "moved_backlog"]
+
+
+def movement_sums(movement: pa.Table, last: pa.Table) -> pa.Table:
+    """Per (scenario, strategy) of ``movement`` (``last``: last_phases'): MOVES, the rows from
+    phase 0 to the last (_whole) and how many of those have a min_moves (_counted). Sums of
+    several tables' rows add up (summed_moves): they are sums and counts."""
     moved = movement.join(last, "scenario", join_type="inner")
     whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
     step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
@@ -431,27 +466,28 @@ def comparison(summary: pa.Table, movement: pa.Table, handover: pa.Table | None 
             "_whole": pc.cast(whole, pa.int64()),
         }
     )
-    sums = ["queues_in_both", "queues_moved", "min_moves", "moved_over_steps", "moved_backlog"]
-    moves = per_run.group_by(SCENARIO_STRATEGY).aggregate(
-        [*[(c, "sum") for c in sums], ("_whole", "sum"), ("min_moves", "count")]
+    sums = per_run.group_by(SCENARIO_STRATEGY).aggregate(
+        [*[(c, "sum") for c in MOVES], ("_whole", "sum"), ("min_moves", "count")]
     )
-    # Null where any (topic, group) has none (an unowned or twice-owned queue after): a sum of
-    # the others would pass for the scenario's minimum.
-    complete = pc.equal(pc.fill_null(moves["_whole_sum"], 0), moves["min_moves_count"])
-    moves = pa.table(
-        {
-            **{c: moves[c] for c in SCENARIO_STRATEGY},
-            **{c: moves[f"{c}_sum"] for c in sums},
-            "min_moves": when(complete, moves["min_moves_sum"]),
-        }
+    return _moves_table(
+        sums, {**{f"{c}_sum": c for c in MOVES}, "_whole_sum": "_whole", "min_moves_count": "_counted"}
     )
-    out = (
-        before.join(after, SCENARIO_STRATEGY, join_type="full outer")
-        .join(moves, SCENARIO_STRATEGY, join_type="left outer")
-        .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
+
+
+def summed_moves(parts: list[pa.Table]) -> pa.Table:
+    """movement_sums' rows of several parts of the same runs' movement, added up."""
+    sums = (
+        pa.concat_tables(parts)
+        .group_by(SCENARIO_STRATEGY)
+        .aggregate([(c, "sum") for c in (*MOVES, "_whole", "_counted")])
     )
-    out = _with_handovers(out, handover)
-    return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
+    return _moves_table(sums, {f"{c}_sum": c for c in (*MOVES, "_whole", "_counted")})
+
+
+def _moves_table(sums: pa.Table, names: dict[str, str]) -> pa.Table:
+    return pa.table(
+        {**{c: sums[c] for c in SCENARIO_STRATEGY}, **{new: sums[old] for old, new in names.items()}}
+    )
 
 
 def _with_handovers(compared: pa.Table, handover: pa.Table | None) -> pa.Table:

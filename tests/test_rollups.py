@@ -179,6 +179,45 @@ def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
     assert b["queues_moved"] is None
 
 
+def test_the_comparison_of_movement_summed_in_parts_is_the_comparison_of_it_whole() -> None:
+    # movement_sums are sums and counts: any split of the rows, summed per part and added up
+    # (summed_moves), gives the comparison of the rows whole, nulls included (g2's min_moves).
+    summary = pa.Table.from_pylist(
+        [
+            {"scenario": "s", "phase": p, "strategy": st, **{c: p for c in rollups.COMPARED}}
+            for st in ("A", "B")
+            for p in (0, 1, 2)
+        ]
+    ).cast(
+        pa.schema(
+            [("scenario", pa.string()), ("phase", pa.int32()), ("strategy", pa.string())]
+            + [(c, pa.float64() if "mean" in c else pa.int64()) for c in rollups.COMPARED]
+        )
+    )
+    movement = _movement(
+        [
+            ("g1", "A", 0, 1, 1, 1),
+            ("g1", "A", 1, 2, 1, 1),
+            ("g1", "A", 0, 2, 0, 0),
+            ("g2", "A", 0, 2, 3, None),
+            ("g2", "A", 0, 1, 3, None),
+            ("g1", "B", 0, 2, 2, 1),
+            ("g2", "B", 0, 2, 0, 0),
+            ("g2", "B", 1, 2, 4, 4),
+        ]
+    )
+    whole = rollups.comparison(summary, movement)
+    last = rollups.last_phases(summary)
+    for cut in range(movement.num_rows + 1):
+        parts = [movement.slice(0, cut), movement.slice(cut)]
+        moves = rollups.summed_moves([rollups.movement_sums(p, last) for p in parts])
+        assert rollups.comparison(summary, None, moves=moves).equals(whole)
+    rows = {r["strategy"]: r for r in whole.to_pylist()}
+    # B from phase 0 to 2: 2 + 0 moved, minimums 1 + 0; over the steps only g2's 1 -> 2 counts.
+    assert (rows["B"]["queues_moved"], rows["B"]["min_moves"], rows["B"]["moved_over_steps"]) == (2, 1, 4)
+    assert rows["A"]["min_moves"] is None
+
+
 def _full_group_metrics(rows: list[dict]) -> pa.Table:
     """group_metrics rows of scenario s, topic t: each dict names what its test is about, the rest
     is zero or null."""
