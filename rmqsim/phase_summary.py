@@ -33,7 +33,7 @@ class Phase0:
     metrics: pa.Table
     rank: np.ndarray
     pair: np.ndarray
-    names: dict[str, np.ndarray]
+    names: dict[str, pa.Array]
     per_group: pa.Table
     behind: pa.Table
 
@@ -154,28 +154,26 @@ def _labelled(table: pa.Table, at: dict[str, object]) -> pa.Table:
     return pa.table({**columns, **{c: table[c] for c in table.column_names}})
 
 
-def _sorted_unique(column: pa.ChunkedArray) -> np.ndarray:
+def _sorted_unique(column: pa.ChunkedArray) -> pa.Array:
     """A column's values but null, once each, in order: Arrow sorts strings by their UTF-8 bytes,
     which is the order of their code points, numpy's."""
-    return np.unique(pc.drop_null(pc.unique(combined(column))).to_numpy(zero_copy_only=False).astype(str))
+    values = pc.drop_null(pc.unique(combined(column))).to_numpy(zero_copy_only=False).astype(str)
+    return pa.array(np.unique(values), pa.string())
 
 
-def _codes(column: pa.ChunkedArray, names: np.ndarray) -> np.ndarray:
+def _codes(column: pa.ChunkedArray, names: pa.Array) -> np.ndarray:
     """Each value's place in ``names``; null after every name, as Arrow sorts it; -1: not there."""
-    values = pc.fill_null(column, "").to_numpy(zero_copy_only=False).astype(str)
-    at = np.minimum(np.searchsorted(names, values), max(len(names) - 1, 0))
-    found = names[at] == values if len(names) else np.zeros(len(values), dtype=bool)
-    codes = np.where(found, at, -1)
-    return np.where(pc.is_null(column).to_numpy(zero_copy_only=False), len(names), codes).astype(np.int64)
+    at = pc.fill_null(pc.index_in(column, value_set=names), -1).to_numpy(zero_copy_only=False)
+    return np.where(pc.is_null(column).to_numpy(zero_copy_only=False), len(names), at).astype(np.int64)
 
 
-def _rank(codes: list[np.ndarray], names: dict[str, np.ndarray]) -> np.ndarray:
+def _rank(codes: list[np.ndarray], names: dict[str, pa.Array]) -> np.ndarray:
     """Each row's (strategy, topic, group) as one integer in ORDER."""
     strategy, topic, group = codes
     return (strategy * (len(names["topic"]) + 1) + topic) * (len(names["group"]) + 1) + group
 
 
-def _pair(codes: list[np.ndarray], names: dict[str, np.ndarray]) -> np.ndarray:
+def _pair(codes: list[np.ndarray], names: dict[str, pa.Array]) -> np.ndarray:
     """Each row's (topic, group) as one integer."""
     topic, group = codes
     return topic * (len(names["group"]) + 1) + group
