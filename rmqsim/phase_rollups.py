@@ -199,13 +199,14 @@ class _Rolling:
         last phase (phases.of_scenario's): phase 0's row of each, from phase 0 to the last and
         over the last step, which moves nothing."""
         movement = self.base.movement
-        mine = self.touched.filter(
-            pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
-        )
-        listed = pc.unique(phases.keyed(mine, "movement"))
-        kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
-        if last < 1:  # no later phase: none
-            kept = kept.slice(0, 0)
+        if last < 1:  # no later phase: nothing left untouched
+            kept = movement.slice(0, 0)
+        else:
+            mine = self.touched.filter(
+                pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
+            )
+            listed = pc.unique(phases.keyed(mine, "movement"))
+            kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
         sums = kept.group_by("strategy", use_threads=False).aggregate(
             [(c, "sum") for c in ("queues_in_both", "moved", "min_moves", "moved_backlog")]
             + [("strategy", "count"), ("min_moves", "count")]
