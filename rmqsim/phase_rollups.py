@@ -126,7 +126,7 @@ class _Rolling:
         # few unroutable topics), keyed once for every scenario.
         self.keys = {n: phases.keyed(getattr(base, n), n) for n in REBUILT if getattr(base, n) is not None}
         # Phase 0 is the snapshot in every scenario: rolled up once, then named for each. Its
-        # summary, its figures and the recommendation's part of it, each on a thread of its own.
+        # summary and its figures on two threads, the recommendation's part of it on this one.
         at_0 = _each(
             replace(base, movement=None), lambda n, table: phases.relabelled(table, first, {"phase": 0})
         )
@@ -197,42 +197,24 @@ class _Rolling:
         # comparison sums every (topic, group)'s movement from phase 0 to the last, and what each
         # step moved: the untouched ones' are phase 0's rows against themselves, summed per
         # strategy rather than written out at the last phase.
-        written = rollups.movement_sums(rows.movement, rollups.last_phases(summary))
+        written = rollups.movement_sums(rows.movement, summary)
         moves = rollups.summed_moves([written, self._untouched_moves(scenario, self.last[scenario])])
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
         compared = rollups.comparison(summary, None, rows.handover, moves=moves)
         return _Rolled(summary, brains, _thrown(rows), steps, compared, advised)
 
     def _untouched_moves(self, scenario: str, last: int) -> pa.Table:
-        """rollups.movement_sums' rows of the (topic, group)s ``scenario`` left untouched at its
-        last phase (phases.of_scenario's): phase 0's row of each, from phase 0 to the last and
-        over the last step, which moves nothing."""
+        """rollups.unmoved_sums of phase 0's movement rows of the (topic, group)s ``scenario`` left
+        untouched at its last phase (phases.of_scenario's)."""
         movement = self.base.movement
         if last < 1:  # no later phase: nothing left untouched
-            kept = movement.slice(0, 0)
-        else:
-            mine = self.touched.filter(
-                pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
-            )
-            listed = pc.unique(phases.keyed(mine, "movement"))
-            kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
-        sums = kept.group_by("strategy", use_threads=False).aggregate(
-            [(c, "sum") for c in ("queues_in_both", "moved", "min_moves", "moved_backlog")]
-            + [("strategy", "count"), ("min_moves", "count")]
+            return rollups.unmoved_sums(movement.slice(0, 0), scenario)
+        mine = self.touched.filter(
+            pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
         )
-        return pa.table(
-            {
-                "scenario": pa.repeat(pa.scalar(scenario, pa.string()), sums.num_rows),
-                "strategy": sums["strategy"],
-                "queues_in_both": sums["queues_in_both_sum"],
-                "queues_moved": sums["moved_sum"],
-                "min_moves": sums["min_moves_sum"],
-                "moved_over_steps": sums["moved_sum"],
-                "moved_backlog": sums["moved_backlog_sum"],
-                "_whole": sums["strategy_count"],
-                "_counted": sums["min_moves_count"],
-            }
-        )
+        listed = pc.unique(phases.keyed(mine, "movement"))
+        kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
+        return rollups.unmoved_sums(kept, scenario)
 
     def kept(self, done: _Rolled) -> None:
         """A scenario's rollups added to the run's, in the order of the scenarios."""

@@ -397,7 +397,7 @@ def conformed(table: pa.Table, schema: StructType) -> pa.Table:
     return pa.table({f.name: table[f.name].cast(to_arrow_type(f.dataType)) for f in schema.fields})
 
 
-def last_phases(summary: pa.Table) -> pa.Table:
+def _last_phases(summary: pa.Table) -> pa.Table:
     return (
         summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns({"phase_max": "last_phase"})
     )
@@ -415,7 +415,7 @@ def comparison(
     possible) and over every step; with ``handover`` (HANDOVER_COLUMNS of handover/), the
     hand-overs' costs summed over every step (0 where there is none). ``moves``: movement_sums'
     rows, given for ``movement`` (None)."""
-    last = last_phases(summary)
+    last = _last_phases(summary)
     phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
     before = before.rename_columns({c: f"{c}_before" for c in COMPARED})
@@ -423,7 +423,7 @@ def comparison(
     after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
     after = after.rename_columns({c: f"{c}_after" for c in COMPARED})
 
-    moves = movement_sums(movement, last) if moves is None else moves
+    moves = movement_sums(movement, summary) if moves is None else moves
     # Null where any (topic, group) has none (an unowned or twice-owned queue after): a sum of
     # the others would pass for the scenario's minimum.
     complete = pc.equal(pc.fill_null(moves["_whole"], 0), moves["_counted"])
@@ -447,11 +447,11 @@ def comparison(
 MOVES = ["queues_in_both", "queues_moved", "min_moves", "moved_over_steps", "moved_backlog"]
 
 
-def movement_sums(movement: pa.Table, last: pa.Table) -> pa.Table:
-    """Per (scenario, strategy) of ``movement`` (``last``: last_phases'): MOVES, the rows from
-    phase 0 to the last (_whole) and how many of those have a min_moves (_counted). Sums of
+def movement_sums(movement: pa.Table, summary: pa.Table) -> pa.Table:
+    """Per (scenario, strategy) of ``movement``: MOVES, the rows from phase 0 to the last (the
+    scenario's in ``summary``; _whole) and how many of those have a min_moves (_counted). Sums of
     several tables' rows add up (summed_moves): they are sums and counts."""
-    moved = movement.join(last, "scenario", join_type="inner")
+    moved = movement.join(_last_phases(summary), "scenario", join_type="inner")
     whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
     step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
     per_run = pa.table(
@@ -471,6 +471,29 @@ def movement_sums(movement: pa.Table, last: pa.Table) -> pa.Table:
     )
     return _moves_table(
         sums, {**{f"{c}_sum": c for c in MOVES}, "_whole_sum": "_whole", "min_moves_count": "_counted"}
+    )
+
+
+def unmoved_sums(movement_0: pa.Table, scenario: str) -> pa.Table:
+    """movement_sums' rows of phase 0's movement rows (each (topic, group) against itself) as
+    ``scenario``'s at its last phase, where its steps left them untouched: each a row from phase 0
+    to the last and one over the last step, or one that is both."""
+    sums = movement_0.group_by("strategy", use_threads=False).aggregate(
+        [(c, "sum") for c in ("queues_in_both", "moved", "min_moves", "moved_backlog")]
+        + [("strategy", "count"), ("min_moves", "count")]
+    )
+    return pa.table(
+        {
+            "scenario": pa.repeat(pa.scalar(scenario, pa.string()), sums.num_rows),
+            "strategy": sums["strategy"],
+            "queues_in_both": sums["queues_in_both_sum"],
+            "queues_moved": sums["moved_sum"],
+            "min_moves": sums["min_moves_sum"],
+            "moved_over_steps": sums["moved_sum"],
+            "moved_backlog": sums["moved_backlog_sum"],
+            "_whole": sums["strategy_count"],
+            "_counted": sums["min_moves_count"],
+        }
     )
 
 

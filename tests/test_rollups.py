@@ -143,12 +143,13 @@ def test_the_recommendation_breaks_ties_and_passes_over_a_strategy_that_alone_th
     assert list(out) == ["g", "h"]
 
 
-def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
-    summary = pa.Table.from_pylist(
+def _compared_summary(phases: dict[str, tuple[int, ...]]) -> pa.Table:
+    """summary rows of scenario s: per strategy its phases, each COMPARED figure the phase."""
+    return pa.Table.from_pylist(
         [
             {"scenario": "s", "phase": p, "strategy": st, **{c: p for c in rollups.COMPARED}}
-            for st, phases in (("A", (0, 1, 2)), ("B", (0, 1)))
-            for p in phases
+            for st, of in phases.items()
+            for p in of
         ]
     ).cast(
         pa.schema(
@@ -156,6 +157,10 @@ def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
             + [(c, pa.float64() if "mean" in c else pa.int64()) for c in rollups.COMPARED]
         )
     )
+
+
+def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
+    summary = _compared_summary({"A": (0, 1, 2), "B": (0, 1)})
     movement = _movement(
         [
             ("g1", "A", 0, 1, 1, 1),
@@ -182,18 +187,7 @@ def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
 def test_the_comparison_of_movement_summed_in_parts_is_the_comparison_of_it_whole() -> None:
     # movement_sums are sums and counts: any split of the rows, summed per part and added up
     # (summed_moves), gives the comparison of the rows whole, nulls included (g2's min_moves).
-    summary = pa.Table.from_pylist(
-        [
-            {"scenario": "s", "phase": p, "strategy": st, **{c: p for c in rollups.COMPARED}}
-            for st in ("A", "B")
-            for p in (0, 1, 2)
-        ]
-    ).cast(
-        pa.schema(
-            [("scenario", pa.string()), ("phase", pa.int32()), ("strategy", pa.string())]
-            + [(c, pa.float64() if "mean" in c else pa.int64()) for c in rollups.COMPARED]
-        )
-    )
+    summary = _compared_summary({"A": (0, 1, 2), "B": (0, 1, 2)})
     movement = _movement(
         [
             ("g1", "A", 0, 1, 1, 1),
@@ -207,10 +201,9 @@ def test_the_comparison_of_movement_summed_in_parts_is_the_comparison_of_it_whol
         ]
     )
     whole = rollups.comparison(summary, movement)
-    last = rollups.last_phases(summary)
     for cut in range(movement.num_rows + 1):
         parts = [movement.slice(0, cut), movement.slice(cut)]
-        moves = rollups.summed_moves([rollups.movement_sums(p, last) for p in parts])
+        moves = rollups.summed_moves([rollups.movement_sums(p, summary) for p in parts])
         assert rollups.comparison(summary, None, moves=moves).equals(whole)
     rows = {r["strategy"]: r for r in whole.to_pylist()}
     # B from phase 0 to 2: 2 + 0 moved, minimums 1 + 0; over the steps only g2's 1 -> 2 counts.
