@@ -159,3 +159,8 @@ def as_objects(values: Strings) -> np.ndarray:
     if isinstance(values, pa.Array):
         return np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
     return values
+
+
+def when(mask: pa.Array, values: pa.Array) -> pa.Array:
+    """``values`` where ``mask`` holds, else null (SQL's ``when``: aggregates then skip them)."""
+    return pc.if_else(mask, values, pa.scalar(None, values.type))

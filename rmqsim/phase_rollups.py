@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rmqsim import phase_summary, phases, recommendation, rollups, step_costs
+from rmqsim import movement_sums, phase_summary, phases, recommendation, rollups, step_costs
 from rmqsim.arrays import combined
 from rmqsim.scenarios.parse import ELEMENT
 
@@ -197,24 +197,24 @@ class _Rolling:
         # comparison sums every (topic, group)'s movement from phase 0 to the last, and what each
         # step moved: the untouched ones' are phase 0's rows against themselves, summed per
         # strategy rather than written out at the last phase.
-        written = rollups.movement_sums(rows.movement, summary)
-        moves = rollups.summed_moves([written, self._untouched_moves(scenario, self.last[scenario])])
+        written = movement_sums.of(rows.movement, summary)
+        moves = movement_sums.added([written, self._untouched_moves(scenario, self.last[scenario])])
         advised = _touched_rows(base, self.load, rows, self.touched, scenario)
         compared = rollups.comparison(summary, None, rows.handover, moves=moves)
         return _Rolled(summary, brains, _thrown(rows), steps, compared, advised)
 
     def _untouched_moves(self, scenario: str, last: int) -> pa.Table:
-        """rollups.unmoved_sums of phase 0's movement rows of the (topic, group)s ``scenario`` left
+        """movement_sums.unmoved of phase 0's movement rows of the (topic, group)s ``scenario`` left
         untouched at its last phase (phases.of_scenario's)."""
         movement = self.base.movement
         if last < 1:  # no later phase: nothing left untouched
-            return rollups.unmoved_sums(movement.slice(0, 0), scenario)
+            return movement_sums.unmoved(movement.slice(0, 0), scenario)
         mine = self.touched.filter(
             pc.and_(pc.equal(self.touched["scenario"], scenario), pc.equal(self.touched["phase"], last))
         )
         listed = pc.unique(phases.keyed(mine, "movement"))
         kept = movement.filter(pc.invert(pc.is_in(self.keys["movement"], value_set=listed)))
-        return rollups.unmoved_sums(kept, scenario)
+        return movement_sums.unmoved(kept, scenario)
 
     def kept(self, done: _Rolled) -> None:
         """A scenario's rollups added to the run's, in the order of the scenarios."""

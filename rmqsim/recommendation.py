@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.rollups import conformed, stranded_more, when
+from rmqsim.arrays import when
+from rmqsim.rollups import conformed, stranded_more
 from rmqsim.stage.alternatives import POP_SHARE_QUEUE_NUM
 
 GROUP_STRATEGY = ["group", "strategy"]

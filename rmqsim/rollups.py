@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
-from rmqsim import schemas
+from rmqsim import movement_sums, schemas
+from rmqsim.arrays import when
+from rmqsim.movement_sums import SCENARIO_STRATEGY
 from rmqsim.snapshot.text import row_json
 from rmqsim.stage.capacity import from_sums, millionths, summable
 from rmqsim.strategies import broker, proxy
@@ -27,7 +29,6 @@ RUN = ["scenario", "phase", "strategy"]
 # an error the client throws or a group rmqsim refuses.
 KEPT = (broker.ANSWERS_NULL, proxy.ANSWERS_NULL)
 
-SCENARIO_STRATEGY = ["scenario", "strategy"]
 
 # The summary columns compared between phase 0 and a scenario's last phase.
 COMPARED = (
@@ -388,19 +389,8 @@ def in_order(*columns) -> list[tuple[str, str]]:
     return [(c, "ascending") for c in names]
 
 
-def when(mask: pa.Array, values: pa.Array) -> pa.Array:
-    """``values`` where ``mask`` holds, else null (SQL's ``when``: aggregates then skip them)."""
-    return pc.if_else(mask, values, pa.scalar(None, values.type))
-
-
 def conformed(table: pa.Table, schema: StructType) -> pa.Table:
     return pa.table({f.name: table[f.name].cast(to_arrow_type(f.dataType)) for f in schema.fields})
-
-
-def _last_phases(summary: pa.Table) -> pa.Table:
-    return (
-        summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns({"phase_max": "last_phase"})
-    )
 
 
 def comparison(
@@ -413,9 +403,9 @@ def comparison(
     """One row per (scenario, strategy), schemas.COMPARISON, in that order: the fleet at phase 0
     against the last phase, and the queues that changed owner between the two (with the fewest
     possible) and over every step; with ``handover`` (HANDOVER_COLUMNS of handover/), the
-    hand-overs' costs summed over every step (0 where there is none). ``moves``: movement_sums'
-    rows, given for ``movement`` (None)."""
-    last = _last_phases(summary)
+    hand-overs' costs summed over every step (0 where there is none). ``moves``: movement_sums
+    .of's rows, given for ``movement`` (None)."""
+    last = movement_sums.last_phase_rows(summary)
     phases = summary.join(last, "scenario")
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
     before = before.rename_columns({c: f"{c}_before" for c in COMPARED})
@@ -423,14 +413,14 @@ def comparison(
     after = after.select([*SCENARIO_STRATEGY, "last_phase", *COMPARED])
     after = after.rename_columns({c: f"{c}_after" for c in COMPARED})
 
-    moves = movement_sums(movement, summary) if moves is None else moves
+    moves = movement_sums.of(movement, summary) if moves is None else moves
     # Null where any (topic, group) has none (an unowned or twice-owned queue after): a sum of
     # the others would pass for the scenario's minimum.
     complete = pc.equal(pc.fill_null(moves["_whole"], 0), moves["_counted"])
     moves = pa.table(
         {
             **{c: moves[c] for c in SCENARIO_STRATEGY},
-            **{c: when(complete, moves[c]) if c == "min_moves" else moves[c] for c in MOVES},
+            **{c: when(complete, moves[c]) if c == "min_moves" else moves[c] for c in movement_sums.MOVES},
         }
     )
     out = (
@@ -440,77 +430,6 @@ def comparison(
     )
     out = _with_handovers(out, handover)
     return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
-
-
-# comparison's figures of movement per (scenario, strategy), summed: over the rows from phase 0
-# to the last (moved_over_steps: over each step's), nulls left out (null where every row's is).
-MOVES = ["queues_in_both", "queues_moved", "min_moves", "moved_over_steps", "moved_backlog"]
-
-
-def movement_sums(movement: pa.Table, summary: pa.Table) -> pa.Table:
-    """Per (scenario, strategy) of ``movement``: MOVES, the rows from phase 0 to the last (the
-    scenario's in ``summary``; _whole) and how many of those have a min_moves (_counted). Sums of
-    several tables' rows add up (summed_moves): they are sums and counts."""
-    moved = movement.join(_last_phases(summary), "scenario", join_type="inner")
-    whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
-    step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
-    per_run = pa.table(
-        {
-            "scenario": moved["scenario"],
-            "strategy": moved["strategy"],
-            "queues_in_both": when(whole, moved["queues_in_both"]),
-            "queues_moved": when(whole, moved["moved"]),
-            "min_moves": when(whole, moved["min_moves"]),
-            "moved_over_steps": when(step, moved["moved"]),
-            "moved_backlog": when(whole, moved["moved_backlog"]),
-            "_whole": pc.cast(whole, pa.int64()),
-        }
-    )
-    sums = per_run.group_by(SCENARIO_STRATEGY).aggregate(
-        [*[(c, "sum") for c in MOVES], ("_whole", "sum"), ("min_moves", "count")]
-    )
-    return _moves_table(
-        sums, {**{f"{c}_sum": c for c in MOVES}, "_whole_sum": "_whole", "min_moves_count": "_counted"}
-    )
-
-
-def unmoved_sums(movement_0: pa.Table, scenario: str) -> pa.Table:
-    """movement_sums' rows of phase 0's movement rows (each (topic, group) against itself) as
-    ``scenario``'s at its last phase, where its steps left them untouched: each a row from phase 0
-    to the last and one over the last step, or one that is both."""
-    sums = movement_0.group_by("strategy", use_threads=False).aggregate(
-        [(c, "sum") for c in ("queues_in_both", "moved", "min_moves", "moved_backlog")]
-        + [("strategy", "count"), ("min_moves", "count")]
-    )
-    return pa.table(
-        {
-            "scenario": pa.repeat(pa.scalar(scenario, pa.string()), sums.num_rows),
-            "strategy": sums["strategy"],
-            "queues_in_both": sums["queues_in_both_sum"],
-            "queues_moved": sums["moved_sum"],
-            "min_moves": sums["min_moves_sum"],
-            "moved_over_steps": sums["moved_sum"],
-            "moved_backlog": sums["moved_backlog_sum"],
-            "_whole": sums["strategy_count"],
-            "_counted": sums["min_moves_count"],
-        }
-    )
-
-
-def summed_moves(parts: list[pa.Table]) -> pa.Table:
-    """movement_sums' rows of several parts of the same runs' movement, added up."""
-    sums = (
-        pa.concat_tables(parts)
-        .group_by(SCENARIO_STRATEGY)
-        .aggregate([(c, "sum") for c in (*MOVES, "_whole", "_counted")])
-    )
-    return _moves_table(sums, {f"{c}_sum": c for c in (*MOVES, "_whole", "_counted")})
-
-
-def _moves_table(sums: pa.Table, names: dict[str, str]) -> pa.Table:
-    return pa.table(
-        {**{c: sums[c] for c in SCENARIO_STRATEGY}, **{new: sums[old] for old, new in names.items()}}
-    )
 
 
 def _with_handovers(compared: pa.Table, handover: pa.Table | None) -> pa.Table:

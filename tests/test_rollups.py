@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from rmqsim import recommendation, rollups, schemas
+from rmqsim import movement_sums, recommendation, rollups, schemas
 from rmqsim.strategies import broker, proxy
 from rmqsim.strategies.batch import RMQSIM_REFUSES
 
@@ -185,8 +185,8 @@ def test_the_comparison_sets_min_moves_null_where_one_topic_has_none() -> None:
 
 
 def test_the_comparison_of_movement_summed_in_parts_is_the_comparison_of_it_whole() -> None:
-    # movement_sums are sums and counts: any split of the rows, summed per part and added up
-    # (summed_moves), gives the comparison of the rows whole, nulls included (g2's min_moves).
+    # movement_sums are sums and counts: any split of the rows, summed per part and added up,
+    # gives the comparison of the rows whole, nulls included (g2's min_moves).
     summary = _compared_summary({"A": (0, 1, 2), "B": (0, 1, 2)})
     movement = _movement(
         [
@@ -203,7 +203,7 @@ def test_the_comparison_of_movement_summed_in_parts_is_the_comparison_of_it_whol
     whole = rollups.comparison(summary, movement)
     for cut in range(movement.num_rows + 1):
         parts = [movement.slice(0, cut), movement.slice(cut)]
-        moves = rollups.summed_moves([rollups.movement_sums(p, summary) for p in parts])
+        moves = movement_sums.added([movement_sums.of(p, summary) for p in parts])
         assert rollups.comparison(summary, None, moves=moves).equals(whole)
     rows = {r["strategy"]: r for r in whole.to_pylist()}
     # B from phase 0 to 2: 2 + 0 moved, minimums 1 + 0; over the steps only g2's 1 -> 2 counts.
