@@ -66,6 +66,36 @@ class Staged:
     last_phases: dict[str, int] = field(default_factory=dict)  # every scenario's, as summary has them
     # The scenarios whose phases are still to build and stage, a chunk at a time (run).
     later: tuple[parse.Scenario, ...] = ()
+    # Phase 0's client lists, which a chunk's phases that keep the snapshot's consumers take
+    # rather than sort again; None once no chunk is left to build.
+    snapshot_clients: SnapshotClients | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotClients:
+    """routes.client_lists of the snapshot's consumers (without scenario and phase), and what
+    they were built with (languages, capacities, designation): a build with other ones builds
+    its own."""
+
+    lists: pa.Table
+    built_with: tuple[bool, bool, bool]
+
+    def of(self, keys: list[tuple[str, int]], listed: pa.Table) -> list[pa.Table]:
+        """The lists of ``keys`` (scenario, phase), each cut to the groups touched/'s ``listed``
+        names for its scenario (what apply.phased_changes cuts a scenario's consumers to)."""
+        parts, cut = [], {}
+        for scenario, phase in keys:
+            if scenario not in cut:
+                mine = listed.filter(pc.equal(listed["scenario"], scenario))["group"]
+                groups = pc.unique(pc.drop_null(mine)).cast(self.lists.schema.field("group").type)
+                cut[scenario] = self.lists.filter(pc.is_in(self.lists["group"], value_set=groups))
+            rows = cut[scenario]
+            keyed = {
+                "scenario": pa.repeat(pa.scalar(scenario, pa.string()), rows.num_rows),
+                "phase": pa.repeat(pa.scalar(phase, pa.int32()), rows.num_rows),
+            }
+            parts.append(pa.table({**keyed, **{c: rows[c] for c in rows.column_names}}))
+        return parts
 
 
 def snapshot_read(spark: SparkSession | None, config: SimulateConfig) -> Snapshot:
@@ -121,15 +151,6 @@ def build_group_routes(
         snapshot, checked = prepared.loaded, checks.Checked(prepared.checked, prepared.rejects)
     valid = with_traffic(checked.snapshot, runs)
     runs = _named_and_expanded(runs, valid)
-    listed = None
-    last_phase = {s.name: s.last_phase for s in runs}
-    if elements:
-        staged, listed = apply.phased_changes(valid, runs, snapshot_name=None)
-    elif config.full_phases or not any(s.steps for s in runs):
-        staged = apply.phased(valid, runs)
-    else:
-        staged, listed = apply.phased_changes(valid, runs, snapshot_name=phases.SNAPSHOT)
-        last_phase[phases.SNAPSHOT] = 0
     # Optional route columns: shipped to Python only where the snapshot or a step gives them.
     steps = [step for run in runs for step in run.steps]
     languages = "consumers.language" in snapshot.given or any(
@@ -142,6 +163,20 @@ def build_group_routes(
     designation = "groups.designated_ips" in snapshot.given or any(
         isinstance(s, parse.Designate) for s in steps
     )
+    built_with = (languages, capacities, designation)
+    known = prepared.snapshot_clients if prepared is not None else None
+    known = known if elements and known is not None and known.built_with == built_with else None
+    listed, as_snapshot = None, []
+    last_phase = {s.name: s.last_phase for s in runs}
+    if elements:
+        staged, listed, as_snapshot = apply.phased_changes(
+            valid, runs, snapshot_name=None, lists_known=known is not None
+        )
+    elif config.full_phases or not any(s.steps for s in runs):
+        staged = apply.phased(valid, runs)
+    else:
+        staged, listed, _ = apply.phased_changes(valid, runs, snapshot_name=phases.SNAPSHOT)
+        last_phase[phases.SNAPSHOT] = 0
     by = schemas.PHASE
     events = handover_events(runs)
     # Where the messages go needs no client, and the topics' routes only at its end: both worked
@@ -153,7 +188,6 @@ def build_group_routes(
         consumers = staged.consumers
         if capacities:
             consumers = routes.with_group_capacities(consumers, staged.groups, by=by)
-        some_capacity = capacities and consumers["capacity_msgs_per_s"].null_count < consumers.num_rows
         clients = routes.client_lists(
             consumers,
             queue_config=staged.queue_config,
@@ -162,6 +196,12 @@ def build_group_routes(
             designation=designation,
             by=by,
         )
+        if as_snapshot:
+            clients = _in_phase_order(stacked(clients, *known.of(as_snapshot, listed)))
+        some_capacity = capacities and _some_capacity(clients)
+        snapshot_clients = None
+        if not elements and len(runs) == 1 and not runs[0].steps:
+            snapshot_clients = SnapshotClients(clients.drop_columns(list(by)), built_with)
         clients = apply.with_left_subscriptions(clients, runs)
         clients = routes.with_strategies(
             clients, groups=staged.groups, strategies=config.strategies, balancing=balancing, by=by
@@ -215,7 +255,20 @@ def build_group_routes(
         with_capacities=some_capacity,
         touched=listed,
         last_phases={s.name: s.last_phase for s in runs},
+        snapshot_clients=snapshot_clients,
     )
+
+
+def _in_phase_order(clients: pa.Table) -> pa.Table:
+    """Client lists as routes.client_lists orders them: by scenario and phase, then (as each
+    phase's come) by topic and group."""
+    return clients.sort_by([("scenario", "ascending"), ("phase", "ascending")])
+
+
+def _some_capacity(clients: pa.Table) -> bool:
+    """Whether some client of the lists has a capacity."""
+    values = pc.list_flatten(clients["client_capacities"])
+    return values.null_count < len(values)
 
 
 def _named_and_expanded(runs: Sequence[parse.Scenario], tables: Snapshot) -> tuple[parse.Scenario, ...]:

@@ -187,8 +187,8 @@ def run(spark: SparkSession, config: SimulateConfig, ahead: list[Staged] | None 
                 spark, config, sink, completed(config, routes.pop(), found.scenarios), found
             )
         counted = reconcile.reconciliation(built.loaded, built.checked, built.rejects)
-        # The snapshot's tables let go of: the rollups, the run's peak, reuse their memory.
-        built = replace(built, loaded=None, checked=None)
+        # The snapshot's tables and lists let go of: the rollups, the run's peak, reuse their memory.
+        built = replace(built, loaded=None, checked=None, snapshot_clients=None)
         result = write_rollups(sink, built, counted, swept)
         sink.publish()
     except BaseException:
@@ -231,6 +231,8 @@ def _staged_in_chunks(
     The first stage writes movement, and falling_behind where the snapshot has capacities, before
     the chunks say whether the run needs them; a table it turns out no phase needs is dropped."""
     first = routes.pop()
+    if not first.later and not found.sweeps:  # no chunk to build from phase 0's client lists
+        first = replace(first, snapshot_clients=None)
     capacities = "client_capacities" not in first.absent
     tables = stage_tables(replace(first, with_movement=True, with_capacities=capacities))
     strategies, fleet_rows = _strategies(first.group_routes), first.group_routes.num_rows

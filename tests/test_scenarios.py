@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pyarrow as pa
 import pytest
 
 from rmqsim import build, cli, config
 from rmqsim.config import SimulateConfig
 from rmqsim.errors import InputError
-from rmqsim.scenarios import names, parse
+from rmqsim.scenarios import apply, names, parse
 from rmqsim.stage.batches import OPTIONAL
 from tests.builders import make_snapshot, queue_rows
 from tests.simulated import simulated, whole
@@ -308,3 +311,65 @@ def test_route_columns_a_run_has_no_data_for_are_named_absent_and_null(spark, tm
     )
     built = build.build_group_routes(spark, sample)
     assert built.absent == ()
+
+
+def test_phases_keeping_the_snapshots_consumers_are_left_without_consumers_rows(tmp_path) -> None:
+    # broker_down changes the brokers alone: down's phases 0 and 1 keep the snapshot's consumers
+    # and groups, and so do down-join's until its consumers_join makes new consumers (phase 2).
+    # consumers_leave names one group: leave's phases hold that group's rows alone (apply._local),
+    # none the snapshot's own table. So, with the caller holding phase 0's client lists, four
+    # phases come back, and the stack's consumers hold the others' rows: leave 0 (c1, c2), leave 1
+    # (c1, the client left) and down-join 2 (c1, c2 and the new c3).
+    snapshot = build.snapshot_read(None, SimulateConfig(_snapshot(tmp_path), str(tmp_path / "o")))
+    runs = parse.parse(
+        """
+scenarios:
+  - name: down
+    steps: [{broker_down: {names: [broker-a]}}]
+  - name: leave
+    steps: [{consumers_leave: {group: g, client_ids: [c2]}}]
+  - name: down-join
+    steps: [{broker_down: {names: [broker-a]}}, {consumers_join: {group: g, client_ids: [c3]}}]
+"""
+    )
+    staged, _, known = apply.phased_changes(snapshot, runs, snapshot_name=None, lists_known=True)
+    assert known == [("down", 0), ("down", 1), ("down-join", 0), ("down-join", 1)]
+    rows = staged.consumers.select(["scenario", "phase", "client_id"]).to_pylist()
+    assert sorted(tuple(r.values()) for r in rows) == [
+        ("down-join", 2, "c1"),
+        ("down-join", 2, "c2"),
+        ("down-join", 2, "c3"),
+        ("leave", 0, "c1"),
+        ("leave", 0, "c2"),
+        ("leave", 1, "c1"),
+    ]
+    _, _, known = apply.phased_changes(snapshot, runs, snapshot_name=None)
+    assert known == []
+
+
+def test_a_chunks_client_lists_taken_from_phase_0_are_the_ones_it_would_sort(monkeypatch) -> None:
+    # The sample's scenarios, a chunk at a time, built twice: taking the lists of every phase that
+    # keeps the snapshot's consumers from phase 0's (cut to what each scenario touches), and
+    # building every phase's own. The routes are the same, and some phases did take phase 0's.
+    sample = SimulateConfig(
+        str(config.sample_snapshot()),
+        "unused",
+        strategies=config.parse_strategies("all"),
+        scenarios=str(config.sample_scenarios()),
+    )
+    first = build.build_group_routes(None, sample, deferred=True)
+    taken = []
+    of = build.SnapshotClients.of
+    monkeypatch.setattr(
+        build.SnapshotClients, "of", lambda self, keys, listed: taken.extend(keys) or of(self, keys, listed)
+    )
+
+    def chunks(built: build.Staged) -> list[pa.Table]:
+        return [cut.group_routes for _, cut in build.chunked(sample, built, list(built.later), "scenarios")]
+
+    assert first.snapshot_clients is not None
+    reused = chunks(first)
+    assert len(taken) >= 10
+    own = chunks(replace(first, snapshot_clients=None))
+    assert [t.schema for t in reused] == [t.schema for t in own]
+    assert [t.to_pylist() for t in reused] == [t.to_pylist() for t in own]

@@ -418,19 +418,30 @@ def phased(tables: Snapshot, scenarios: Sequence[sc.Scenario]) -> Snapshot:
 
 
 def phased_changes(
-    tables: Snapshot, scenarios: Sequence[sc.Scenario], *, snapshot_name: str | None
-) -> tuple[Snapshot, pa.Table]:
+    tables: Snapshot,
+    scenarios: Sequence[sc.Scenario],
+    *,
+    snapshot_name: str | None,
+    lists_known: bool = False,
+) -> tuple[Snapshot, pa.Table, list[tuple[str, int]]]:
     """Phase 0 once, whole, as scenario ``snapshot_name`` (None: left out); and each scenario's
     phases cut to the (topic, group)s its steps touch (scenarios.touched), its phase 0 among them
-    (a later phase compares with it). With the touched table: what each later phase writes."""
+    (a later phase compares with it). With the touched table: what each later phase writes; and
+    with ``lists_known`` (the caller has phase 0's client lists), the (scenario, phase)s whose
+    consumers and groups are the snapshot's own, left without consumers rows in the stack."""
     runs = [] if snapshot_name is None else [(snapshot_name, [tables])]
-    listed = []
-    first_pairs = touched.pairs(tables.consumers)
+    listed, known = [], []
+    first_pairs, nobody = touched.pairs(tables.consumers), tables.consumers.slice(0, 0)
     for scenario in scenarios:
-        cut = touched.restricted(phase_snapshots(_local(tables, scenario), scenario), scenario, first_pairs)
-        runs.append((scenario.name, cut.phases))
+        snaps = phase_snapshots(_local(tables, scenario), scenario)
+        cut = touched.restricted(snaps, scenario, first_pairs)
+        same = [lists_known and s.consumers is tables.consumers and s.groups is tables.groups for s in snaps]
+        runs.append(
+            (scenario.name, [replace(p, consumers=nobody) if k else p for p, k in zip(cut.phases, same)])
+        )
+        known += [(scenario.name, k) for k, s in enumerate(same) if s]
         listed.append(cut.touched)
-    return _stack(tables, runs), pa.concat_tables([touched.TOUCHED.empty_table(), *listed])
+    return _stack(tables, runs), pa.concat_tables([touched.TOUCHED.empty_table(), *listed]), known
 
 
 # Steps that change only the group they name (not "all"): consumers and groups rows of it alone.
