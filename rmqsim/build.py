@@ -19,7 +19,7 @@ from rmqsim import phases, schemas
 from rmqsim.arrays import stacked
 from rmqsim.config import SimulateConfig
 from rmqsim.handover.events import events as handover_events
-from rmqsim.scenarios import apply, names, parse, restarts
+from rmqsim.scenarios import apply, names, parse, restarts, touched
 from rmqsim.snapshot import checks
 from rmqsim.snapshot.load import Snapshot, load_snapshot, schemas_table
 from rmqsim.stage import inflow, routes
@@ -81,13 +81,13 @@ class SnapshotClients:
     built_with: tuple[bool, bool, bool]
 
     def of(self, keys: list[tuple[str, int]], listed: pa.Table) -> list[pa.Table]:
-        """The lists of ``keys`` (scenario, phase), each cut to the groups touched/'s ``listed``
-        names for its scenario (what apply.phased_changes cuts a scenario's consumers to)."""
+        """The lists of ``keys`` (scenario, phase), each cut as apply.phased_changes cuts the
+        scenario's consumers (touched.cut_groups of its rows of touched/'s ``listed``)."""
         parts, cut = [], {}
         for scenario, phase in keys:
             if scenario not in cut:
-                mine = listed.filter(pc.equal(listed["scenario"], scenario))["group"]
-                groups = pc.unique(pc.drop_null(mine)).cast(self.lists.schema.field("group").type)
+                groups = touched.cut_groups(listed.filter(pc.equal(listed["scenario"], scenario)))
+                groups = groups.cast(self.lists.schema.field("group").type)
                 cut[scenario] = self.lists.filter(pc.is_in(self.lists["group"], value_set=groups))
             rows = cut[scenario]
             keyed = {
@@ -164,8 +164,8 @@ def build_group_routes(
         isinstance(s, parse.Designate) for s in steps
     )
     built_with = (languages, capacities, designation)
-    known = prepared.snapshot_clients if prepared is not None else None
-    known = known if elements and known is not None and known.built_with == built_with else None
+    known = prepared.snapshot_clients if elements and prepared is not None else None
+    known = known if known is not None and known.built_with == built_with else None
     listed, as_snapshot = None, []
     last_phase = {s.name: s.last_phase for s in runs}
     if elements:
@@ -413,7 +413,7 @@ def followed_by(
 ) -> Staged:
     """``before`` with ``after``'s later phases after its own: their routes and traffic as given,
     touched/ and the last phases stacked, each flag set where either sets it."""
-    touched = after.touched if before.touched is None else stacked(before.touched, after.touched)
+    listed = after.touched if before.touched is None else stacked(before.touched, after.touched)
     return replace(
         before,
         group_routes=group_routes,
@@ -421,7 +421,7 @@ def followed_by(
         with_stale_views=before.with_stale_views or after.with_stale_views,
         traffic=traffic,
         with_capacities=before.with_capacities or after.with_capacities,
-        touched=touched,
+        touched=listed,
         last_phases={**before.last_phases, **after.last_phases},
     )
 

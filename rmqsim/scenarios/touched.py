@@ -167,10 +167,16 @@ def restricted(phases: list[Snapshot], scenario: sc.Scenario, first_pairs: pa.Ta
             )
         )
     listed = pa.concat_tables(parts) if parts else TOUCHED.empty_table()
-    groups, topics = _union(listed["group"]), _union(listed["topic"])
+    groups, topics = cut_groups(listed), _union(listed["topic"])
     cache: dict[int, pa.Table] = {}
     cut = [_cut(snap, topics, groups, cache) for snap in phases]
     return Restricted(cut, listed)
+
+
+def cut_groups(listed: pa.Table) -> pa.Array:
+    """The groups a scenario's consumers and groups rows are cut to: every group its touched/
+    rows (``listed``) name."""
+    return _union(listed["group"])
 
 
 def _cut(snap: Snapshot, topics: pa.Array, groups: pa.Array, cache: dict[int, pa.Table]) -> Snapshot:
