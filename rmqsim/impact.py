@@ -5,7 +5,7 @@ An element's figure for the fleet is phase 0's, less phase 0's rows of what the 
 plus the element's own rows of them: the work grows with what the elements touch, not with
 elements times the fleet. The stage's rows of the elements come back to the driver (the sink's
 collect_stage: a few per touched group), never written: the other tables hold only the worst
-elements' phases.
+elements' phases. Arrow's plans run on one thread, as rmqsim.rollups' do.
 """
 
 from __future__ import annotations
@@ -110,15 +110,17 @@ def changes(
         ),
     )
     per_group = first.filter(changed).select(["scenario", "strategy", "group"])
-    per_group = per_group.group_by(["scenario", "strategy", "group"]).aggregate([])
+    per_group = per_group.group_by(["scenario", "strategy", "group"], use_threads=False).aggregate([])
     per_group = per_group.append_column("one", pa.repeat(pa.scalar(1.0), per_group.num_rows))
-    counted = per_group.group_by(["scenario", "strategy"]).aggregate([("one", "sum")])
+    counted = per_group.group_by(["scenario", "strategy"], use_threads=False).aggregate([("one", "sum")])
     counted = counted.rename_columns(["scenario", "strategy", "v_sum"])
     columns["groups_changed"] = pa.array(_lookup(counted, scenario, strategy).astype(np.int64))
     if unroutable is None:
         columns["unroutable_msgs_per_s"] = pa.nulls(len(scenario), pa.float64())
     else:
-        per = unroutable.group_by(["scenario", "phase"]).aggregate([("unroutable_msgs_per_s", "sum")])
+        per = unroutable.group_by(["scenario", "phase"], use_threads=False).aggregate(
+            [("unroutable_msgs_per_s", "sum")]
+        )
         keys = pc.binary_join_element_wise(per["scenario"], pc.cast(per["phase"], pa.string()), "\x1f")
 
         def at(phase: str) -> np.ndarray:

@@ -1,6 +1,7 @@
 """rollups.comparison's figures of movement per (scenario, strategy): sums and counts, so that a
 table's parts summed on their own add up to the whole's (phase_rollups sums a scenario's written
-rows and, per strategy, the (topic, group)s it left untouched)."""
+rows and, per strategy, the (topic, group)s it left untouched). Arrow's plans run on one thread,
+as rmqsim.rollups' do."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ SCENARIO_STRATEGY = ["scenario", "strategy"]  # what comparison, and rollups, ar
 def last_phase_rows(summary: pa.Table) -> pa.Table:
     """Each scenario's last phase in ``summary``: a (scenario, last_phase) row per scenario."""
     return (
-        summary.group_by("scenario").aggregate([("phase", "max")]).rename_columns({"phase_max": "last_phase"})
+        summary.group_by("scenario", use_threads=False)
+        .aggregate([("phase", "max")])
+        .rename_columns({"phase_max": "last_phase"})
     )
 
 
@@ -28,7 +31,7 @@ def of(movement: pa.Table, summary: pa.Table) -> pa.Table:
     """Per (scenario, strategy) of ``movement``: MOVES, the rows from phase 0 to the last (the
     scenario's in ``summary``; _whole) and how many of those have a min_moves (_counted). Sums of
     several tables' rows add up (added): they are sums and counts."""
-    moved = movement.join(last_phase_rows(summary), "scenario", join_type="inner")
+    moved = movement.join(last_phase_rows(summary), "scenario", join_type="inner", use_threads=False)
     whole = pc.and_(pc.equal(moved["from_phase"], 0), pc.equal(moved["to_phase"], moved["last_phase"]))
     step = pc.equal(moved["to_phase"], pc.add(moved["from_phase"], 1))
     per_run = pa.table(
@@ -43,7 +46,7 @@ def of(movement: pa.Table, summary: pa.Table) -> pa.Table:
             "_whole": pc.cast(whole, pa.int64()),
         }
     )
-    sums = per_run.group_by(SCENARIO_STRATEGY).aggregate(
+    sums = per_run.group_by(SCENARIO_STRATEGY, use_threads=False).aggregate(
         [*[(c, "sum") for c in MOVES], ("_whole", "sum"), ("min_moves", "count")]
     )
     return _moves_table(
@@ -78,7 +81,7 @@ def added(parts: list[pa.Table]) -> pa.Table:
     """``of``'s rows of several parts of the same runs' movement, added up."""
     sums = (
         pa.concat_tables(parts)
-        .group_by(SCENARIO_STRATEGY)
+        .group_by(SCENARIO_STRATEGY, use_threads=False)
         .aggregate([(c, "sum") for c in (*MOVES, "_whole", "_counted")])
     )
     return _moves_table(sums, {f"{c}_sum": c for c in (*MOVES, "_whole", "_counted")})

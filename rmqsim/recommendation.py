@@ -5,7 +5,8 @@ Every figure it takes is a sum, a maximum or a count over rows, each kept per (g
 per group, and every comparison it makes (a strategy that throws where another does not, a later
 phase strands more than the snapshot) stays inside one scenario's rows. So it is worked in parts,
 one or more scenarios each (``part``), and the parts merged (``merged``): the driver holds one
-scenario's rows at a time, and a few rows per group.
+scenario's rows at a time, and a few rows per group. Arrow's plans run on one thread, as
+rmqsim.rollups' do.
 """
 
 from __future__ import annotations
@@ -72,16 +73,16 @@ def part(
     """The figures of every scenario in these rows (``load``: rollups.group_load's; ``movement``:
     its steps are the rows from a phase to the next; ``handover``: handover/'s rows, if any)."""
     snapshot = group_metrics.filter(pc.equal(group_metrics["phase"], 0))
-    counted = group_metrics.group_by(GROUP_STRATEGY).aggregate(
+    counted = group_metrics.group_by(GROUP_STRATEGY, use_threads=False).aggregate(
         [("group", "count", pc.CountOptions(mode="all")), ("scenario", "count_distinct")]
     )
-    figures = snapshot.group_by(GROUP_STRATEGY).aggregate(
+    figures = snapshot.group_by(GROUP_STRATEGY, use_threads=False).aggregate(
         [*[(c, "max") for c in FIGURES], *[(c, "sum") for c in ONE_LIBRARY]]
     )
     per_strategy = (
         counted.rename_columns({"group_count": "rows", "scenario_count_distinct": "scenarios"})
-        .join(_blamed(group_metrics), GROUP_STRATEGY, join_type="left outer")
-        .join(figures, GROUP_STRATEGY, join_type="left outer")
+        .join(_blamed(group_metrics), GROUP_STRATEGY, join_type="left outer", use_threads=False)
+        .join(figures, GROUP_STRATEGY, join_type="left outer", use_threads=False)
     )
     per_strategy = per_strategy.rename_columns(
         {**{f"{c}_max": c for c in FIGURES}, **{f"{c}_sum": c for c in ONE_LIBRARY}}
@@ -89,10 +90,12 @@ def part(
     per_strategy = per_strategy.set_column(
         per_strategy.schema.get_field_index("blamed"), "blamed", pc.fill_null(per_strategy["blamed"], 0)
     )
-    worst = load.group_by(GROUP_STRATEGY).aggregate([("max_over_mean", "max"), ("over_capacity", "max")])
+    worst = load.group_by(GROUP_STRATEGY, use_threads=False).aggregate(
+        [("max_over_mean", "max"), ("over_capacity", "max")]
+    )
     step = pc.equal(movement["to_phase"], pc.add(movement["from_phase"], 1))
-    moves = movement.filter(step).group_by(GROUP_STRATEGY).aggregate([("moved", "sum")])
-    needed = snapshot.group_by("group").aggregate([("clients_needed", "max")])
+    moves = movement.filter(step).group_by(GROUP_STRATEGY, use_threads=False).aggregate([("moved", "sum")])
+    needed = snapshot.group_by("group", use_threads=False).aggregate([("clients_needed", "max")])
     return Part(
         per_strategy,
         worst.rename_columns(
@@ -114,7 +117,7 @@ def _deploy(handover: pa.Table | None) -> pa.Table:
     rows = handover.select(GROUP_STRATEGY).append_column(
         "deploy_msgs", pa.array(np.round(msgs).astype(np.int64))
     )
-    summed = rows.group_by(GROUP_STRATEGY).aggregate([("deploy_msgs", "sum")])
+    summed = rows.group_by(GROUP_STRATEGY, use_threads=False).aggregate([("deploy_msgs", "sum")])
     return summed.rename_columns({"deploy_msgs_sum": "deploy_msgs"}).select(DEPLOY.names).cast(DEPLOY)
 
 
@@ -124,18 +127,22 @@ def _blamed(group_metrics: pa.Table) -> pa.Table:
     threw = pc.is_valid(group_metrics["error"])
     thrown = group_metrics.filter(threw).select([*RUN, "strategy"])
     runs = group_metrics.select(RUN).append_column("threw", threw)
-    runs = runs.join(thrown.select(RUN).group_by(RUN).aggregate([]), RUN, join_type="left semi")
-    shared = runs.group_by(RUN).aggregate([("threw", "min")])
+    runs = runs.join(
+        thrown.select(RUN).group_by(RUN, use_threads=False).aggregate([]), RUN, join_type="left semi"
+    )
+    shared = runs.group_by(RUN, use_threads=False).aggregate([("threw", "min")])
     blamed_runs = shared.filter(pc.invert(shared["threw_min"])).select(RUN)
-    blamed = thrown.join(blamed_runs, RUN, join_type="left semi")
-    counted = blamed.group_by(GROUP_STRATEGY).aggregate([("group", "count", pc.CountOptions(mode="all"))])
+    blamed = thrown.join(blamed_runs, RUN, join_type="left semi", use_threads=False)
+    counted = blamed.group_by(GROUP_STRATEGY, use_threads=False).aggregate(
+        [("group", "count", pc.CountOptions(mode="all"))]
+    )
     return counted.rename_columns({"group_count": "blamed"})
 
 
 def _stranded_per_group(group_metrics: pa.Table) -> pa.Table:
     """Per group, the most messages per second and backlog a phase after the snapshot strands in
     one of its topics, and the advice where a step strands more than the snapshot did."""
-    per_topic = group_metrics.group_by(RUN).aggregate(
+    per_topic = group_metrics.group_by(RUN, use_threads=False).aggregate(
         [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
     )
     per_topic = per_topic.rename_columns(
@@ -144,7 +151,7 @@ def _stranded_per_group(group_metrics: pa.Table) -> pa.Table:
     figures = [f for f, _ in MERGED["stranded"]]
     out = (
         stranded_more(per_topic, ["group", "scenario", "topic"])
-        .group_by("group")
+        .group_by("group", use_threads=False)
         .aggregate([(f, "max") for f in figures])
     )
     return out.rename_columns({f"{f}_max": f for f in figures})
@@ -166,7 +173,11 @@ def _one(parts: list[Part]) -> Part:
     tables = {}
     for name, how in MERGED.items():
         keys = KEYS.get(name, ["group"])
-        out = pa.concat_tables([getattr(p, name) for p in parts]).group_by(keys).aggregate(how)
+        out = (
+            pa.concat_tables([getattr(p, name) for p in parts])
+            .group_by(keys, use_threads=False)
+            .aggregate(how)
+        )
         tables[name] = out.rename_columns({f"{c}_{f}": c for c, f in how}).select(
             getattr(parts[0], name).column_names
         )
@@ -182,15 +193,17 @@ def merged(parts: Iterable[Part]) -> pa.Table:
     phases would pass for phases without moves). A group with no such strategy has no winner."""
     whole = _one(list(parts))
     per_strategy = _eligible(whole.per_strategy)
-    per_strategy = per_strategy.join(whole.load, GROUP_STRATEGY, join_type="left outer")
-    per_strategy = per_strategy.join(whole.moves, GROUP_STRATEGY, join_type="left outer")
+    per_strategy = per_strategy.join(whole.load, GROUP_STRATEGY, join_type="left outer", use_threads=False)
+    per_strategy = per_strategy.join(whole.moves, GROUP_STRATEGY, join_type="left outer", use_threads=False)
     i = per_strategy.schema.get_field_index("moved")
     per_strategy = per_strategy.set_column(i, "moved", pc.fill_null(per_strategy["moved"], 0))
     return conformed(
         _best_per_group(per_strategy)
-        .join(whole.stranded, "group", join_type="left outer")
-        .join(_keeps_up(whole.needed, per_strategy), "group", join_type="left outer")
-        .join(_cheapest_deploy(per_strategy, whole.deploy), "group", join_type="left outer")
+        .join(whole.stranded, "group", join_type="left outer", use_threads=False)
+        .join(_keeps_up(whole.needed, per_strategy), "group", join_type="left outer", use_threads=False)
+        .join(
+            _cheapest_deploy(per_strategy, whole.deploy), "group", join_type="left outer", use_threads=False
+        )
         .sort_by("group"),
         schemas.RECOMMENDATION,
     )
@@ -207,9 +220,11 @@ def _cheapest_deploy(per_strategy: pa.Table, deploy: pa.Table) -> pa.Table:
     """Per group whose queues some step hands over: of the strategies that may win, the one whose
     hand-overs delay or read twice the fewest messages (one without a hand-over: none), ties by
     the fewest moves, then the name."""
-    handed = deploy.group_by("group").aggregate([])
-    rows = per_strategy.filter(per_strategy["eligible"]).join(handed, "group", join_type="inner")
-    rows = rows.join(deploy, GROUP_STRATEGY, join_type="left outer")
+    handed = deploy.group_by("group", use_threads=False).aggregate([])
+    rows = per_strategy.filter(per_strategy["eligible"]).join(
+        handed, "group", join_type="inner", use_threads=False
+    )
+    rows = rows.join(deploy, GROUP_STRATEGY, join_type="left outer", use_threads=False)
     rows = rows.set_column(
         rows.schema.get_field_index("deploy_msgs"), "deploy_msgs", pc.fill_null(rows["deploy_msgs"], 0)
     )
@@ -220,8 +235,8 @@ def _cheapest_deploy(per_strategy: pa.Table, deploy: pa.Table) -> pa.Table:
 def _eligible(per_strategy: pa.Table) -> pa.Table:
     """Per (group, strategy): whether it may win (no error of its own, run as often as the group's
     most run strategy), the snapshot's figures, and the one-library figures per scenario."""
-    most_runs = per_strategy.group_by("group").aggregate([("rows", "max")])
-    out = per_strategy.join(most_runs, "group")
+    most_runs = per_strategy.group_by("group", use_threads=False).aggregate([("rows", "max")])
+    out = per_strategy.join(most_runs, "group", use_threads=False)
     scenarios = pc.cast(out["scenarios"], pa.float64())
     return pa.table(
         {
@@ -250,7 +265,7 @@ def _keeps_up(needed: pa.Table, per_strategy: pa.Table) -> pa.Table:
     )
     best = _firsts(per_strategy.filter(under), ["moved", "strategy"]).select(["group", "strategy", "moved"])
     best = best.rename_columns({"strategy": "keeps_up", "moved": "keeps_up_moved"})
-    return needed.join(best, "group", join_type="left outer")
+    return needed.join(best, "group", join_type="left outer", use_threads=False)
 
 
 def _firsts(table: pa.Table, order: list[str]) -> pa.Table:
@@ -286,9 +301,13 @@ def _best_per_group(per_strategy: pa.Table) -> pa.Table:
     fewest = _firsts(eligible, ["moved", "balance", "strategy"]).select(["group", "strategy", "moved"])
     fewest = fewest.rename_columns({"strategy": "fewest_moves", "moved": "fewest_moved"})
     figures = ("consumers", "most_queues", "pop_idle_consumers", "pop_max_message_share")
-    groups = table.group_by("group").aggregate([(c, "max") for c in figures])
+    groups = table.group_by("group", use_threads=False).aggregate([(c, "max") for c in figures])
     groups = groups.rename_columns({f"{c}_max": c for c in figures})
-    out = groups.join(best, "group").join(fewest, "group").sort_by("group")
+    out = (
+        groups.join(best, "group", use_threads=False)
+        .join(fewest, "group", use_threads=False)
+        .sort_by("group")
+    )
     best_balance = out["best_max_over_mean"]
     pop_idle = out["pop_idle_consumers"]
     return (

@@ -5,7 +5,9 @@ and the allocation's reject rows.
 
 Their inputs are a fleet's metric tables, a row per (topic, group) or per client, read back as
 Arrow with only the columns used. In Spark their aggregations, joins and windows cost a job each
-whatever their size; here they cost none.
+whatever their size; here they cost none. Each runs on one thread (``use_threads=False``): the
+rollups of several scenarios run at once on threads of their own (rmqsim.phase_rollups), beside
+which a plan's own threads only contend.
 """
 
 from __future__ import annotations
@@ -203,7 +205,7 @@ def client_figures(consumer_load: pa.Table) -> pa.Table:
     )
     for name, part in exact.items():
         load = load.append_column(name, part)
-    per_group = load.group_by([*RUN, "group"]).aggregate(
+    per_group = load.group_by([*RUN, "group"], use_threads=False).aggregate(
         [
             ("queues", "count"),
             ("queues", "sum"),
@@ -227,7 +229,7 @@ def behind_figures(per_group: pa.Table, falling_behind: pa.Table | None) -> pa.T
         return behind.select([*RUN, "group"]).append_column("_behind", pa.repeat(1, behind.num_rows))
     behind = falling_behind.filter(pc.greater(falling_behind["clients_over_capacity"], 0))
     return (
-        behind.group_by([*RUN, "group"])
+        behind.group_by([*RUN, "group"], use_threads=False)
         .aggregate([("group", "count")])
         .rename_columns({"group_count": "_behind"})
     )
@@ -236,7 +238,7 @@ def behind_figures(per_group: pa.Table, falling_behind: pa.Table | None) -> pa.T
 def fleet_figures(per_group: pa.Table, behind: pa.Table, keys: list[str]) -> pa.Table:
     """client_figures' and behind_figures' rows added up per ``keys``."""
     exact = [c for c in per_group.column_names if c.startswith(("_msgs", "_growth")) and c[-1].isdigit()]
-    load = per_group.group_by(keys).aggregate(
+    load = per_group.group_by(keys, use_threads=False).aggregate(
         [
             ("queues_count", "sum"),
             ("queues", "sum"),
@@ -250,8 +252,12 @@ def fleet_figures(per_group: pa.Table, behind: pa.Table, keys: list[str]) -> pa.
         ]
     )
     load = load.rename_columns({c: c.removesuffix("_sum").removesuffix("_max") for c in load.column_names})
-    behind = behind.group_by(keys).aggregate([("_behind", "sum")]).rename_columns([*keys, "_behind"])
-    return load.join(behind, keys, join_type="left outer")
+    behind = (
+        behind.group_by(keys, use_threads=False)
+        .aggregate([("_behind", "sum")])
+        .rename_columns([*keys, "_behind"])
+    )
+    return load.join(behind, keys, join_type="left outer", use_threads=False)
 
 
 def metric_figures(group_metrics: pa.Table, keys: list[str]) -> pa.Table:
@@ -309,7 +315,7 @@ def summary_of(groups: pa.Table, load: pa.Table, unroutable: pa.Table | None) ->
             "groups_behind": when(pc.is_valid(load["_over"]), pc.fill_null(load["_behind"], 0)),
         }
     )
-    out = groups.join(load, RUN, join_type="full outer")
+    out = groups.join(load, RUN, join_type="full outer", use_threads=False)
     if unroutable is not None:
         per_phase = (
             unroutable.sort_by(in_order(["scenario", "phase", "topic"]))
@@ -317,7 +323,7 @@ def summary_of(groups: pa.Table, load: pa.Table, unroutable: pa.Table | None) ->
             .aggregate([("unroutable_msgs_per_s", "sum")])
             .rename_columns({"unroutable_msgs_per_s_sum": "unroutable_msgs_per_s"})
         )
-        out = out.join(per_phase, ["scenario", "phase"], join_type="left outer")
+        out = out.join(per_phase, ["scenario", "phase"], join_type="left outer", use_threads=False)
     else:
         out = out.append_column("unroutable_msgs_per_s", pa.nulls(out.num_rows, pa.float64()))
     return conformed(out.sort_by([(c, "ascending") for c in RUN]), schemas.SUMMARY)
@@ -326,7 +332,7 @@ def summary_of(groups: pa.Table, load: pa.Table, unroutable: pa.Table | None) ->
 def group_load(consumer_load: pa.Table) -> pa.Table:
     """Per (scenario, phase, strategy, group): max/mean of its clients' queues summed over its
     topics, the load recommendation weighs, and whether a client is over capacity (null: unknown)."""
-    per_group = consumer_load.group_by([*RUN, "group"]).aggregate(
+    per_group = consumer_load.group_by([*RUN, "group"], use_threads=False).aggregate(
         [("queues", "max"), ("queues", "mean"), ("over_capacity", "max")]
     )
     return (
@@ -406,7 +412,7 @@ def comparison(
     hand-overs' costs summed over every step (0 where there is none). ``moves``: movement_sums
     .of's rows, given for ``movement`` (None)."""
     last = movement_sums.last_phase_rows(summary)
-    phases = summary.join(last, "scenario")
+    phases = summary.join(last, "scenario", use_threads=False)
     before = phases.filter(pc.equal(phases["phase"], 0)).select([*SCENARIO_STRATEGY, *COMPARED])
     before = before.rename_columns({c: f"{c}_before" for c in COMPARED})
     after = phases.filter(pc.equal(phases["phase"], phases["last_phase"]))
@@ -424,9 +430,9 @@ def comparison(
         }
     )
     out = (
-        before.join(after, SCENARIO_STRATEGY, join_type="full outer")
-        .join(moves, SCENARIO_STRATEGY, join_type="left outer")
-        .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer")
+        before.join(after, SCENARIO_STRATEGY, join_type="full outer", use_threads=False)
+        .join(moves, SCENARIO_STRATEGY, join_type="left outer", use_threads=False)
+        .join(_stranding(summary), SCENARIO_STRATEGY, join_type="left outer", use_threads=False)
     )
     out = _with_handovers(out, handover)
     return conformed(out.sort_by([(c, "ascending") for c in SCENARIO_STRATEGY]), schemas.COMPARISON)
@@ -444,7 +450,7 @@ def _with_handovers(compared: pa.Table, handover: pa.Table | None) -> pa.Table:
         .aggregate([*[(c, "sum") for c in HANDOVER_SUMS], ("max_pause_s", "max")])
         .rename_columns({**{f"{c}_sum": c for c in HANDOVER_SUMS}, "max_pause_s_max": "max_pause_s"})
     )
-    out = compared.join(sums, SCENARIO_STRATEGY, join_type="left outer")
+    out = compared.join(sums, SCENARIO_STRATEGY, join_type="left outer", use_threads=False)
     for c in names:
         i = out.schema.get_field_index(c)
         out = out.set_column(i, c, pc.fill_null(out[c], pa.scalar(0, out.schema.field(c).type)))
@@ -462,12 +468,14 @@ def _stranding(summary: pa.Table) -> pa.Table:
     where a step strands more messages, or more backlog, than the snapshot did."""
     stranded = stranded_more(summary, SCENARIO_STRATEGY).drop_columns(["most_stranded_backlog"])
     steps = summary.filter(pc.greater(summary["phase"], 0))
-    silent = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_without_messages", "max")])
+    silent = steps.group_by(SCENARIO_STRATEGY, use_threads=False).aggregate(
+        [("clients_without_messages", "max")]
+    )
     silent = silent.rename_columns({"clients_without_messages_max": "most_clients_without_messages"})
-    over = steps.group_by(SCENARIO_STRATEGY).aggregate([("clients_over_capacity", "max")])
+    over = steps.group_by(SCENARIO_STRATEGY, use_threads=False).aggregate([("clients_over_capacity", "max")])
     over = over.rename_columns({"clients_over_capacity_max": "most_clients_over_capacity"})
-    return stranded.join(silent, SCENARIO_STRATEGY, join_type="left outer").join(
-        over, SCENARIO_STRATEGY, join_type="left outer"
+    return stranded.join(silent, SCENARIO_STRATEGY, join_type="left outer", use_threads=False).join(
+        over, SCENARIO_STRATEGY, join_type="left outer", use_threads=False
     )
 
 
@@ -475,10 +483,10 @@ def stranded_more(table: pa.Table, keys: list[str]) -> pa.Table:
     """Per ``keys``: the most stranded_msgs_per_s and stranded_backlog of the phases after the
     snapshot, and the advice where either is above the snapshot's (phase 0)."""
     figures = [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
-    steps = table.filter(pc.greater(table["phase"], 0)).group_by(keys).aggregate(figures)
-    snapshot = table.filter(pc.equal(table["phase"], 0)).group_by(keys).aggregate(figures)
+    steps = table.filter(pc.greater(table["phase"], 0)).group_by(keys, use_threads=False).aggregate(figures)
+    snapshot = table.filter(pc.equal(table["phase"], 0)).group_by(keys, use_threads=False).aggregate(figures)
     snapshot = snapshot.rename_columns({f"{c}_max": f"{c}_at_0" for c, _ in figures})
-    both = steps.join(snapshot, keys, join_type="left outer")
+    both = steps.join(snapshot, keys, join_type="left outer", use_threads=False)
 
     def more(column: str) -> pa.Array:
         after, before = both[f"{column}_max"], pc.fill_null(both[f"{column}_at_0"], 0)
@@ -504,7 +512,7 @@ def exposure(split_brain: pa.Table) -> pa.Table:
     risk = pc.add(split_brain["multi_owned_queues"], split_brain["unassigned_queues"])
     rows = split_brain.append_column("_exposed", pc.cast(pc.greater(risk, 0), pa.int64()))
     summed = ["multi_owned_queues", "unassigned_queues", "multi_owned_backlog", "unassigned_backlog"]
-    out = rows.group_by(SCENARIO_STRATEGY).aggregate(
+    out = rows.group_by(SCENARIO_STRATEGY, use_threads=False).aggregate(
         [
             ("scenario", "count", pc.CountOptions(mode="all")),
             ("_exposed", "sum"),

@@ -5,7 +5,7 @@ A step's hand-overs cost messages (delayed or read twice, section 2e) and can pu
 that were not behind in the snapshot (section 2d). Per (scenario, phase, strategy): the step's
 messages and the group they cost most; the groups newly behind and the one whose lag grows most.
 Only groups a step touches can be newly behind (an untouched group repeats phase 0), so the rows
-a scenario wrote are enough.
+a scenario wrote are enough. Arrow's plans run on one thread, as rmqsim.rollups' do.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def snapshot_behind(at_0: pa.Table | None) -> pa.Table | None:
     then the most lag growth, first. None without capacities."""
     if at_0 is None:
         return None
-    per = at_0.group_by("group").aggregate(
+    per = at_0.group_by("group", use_threads=False).aggregate(
         [
             ("strategy", "count_distinct"),
             ("clients_over_capacity", "max"),
@@ -89,13 +89,17 @@ def step_costs(handover: pa.Table | None, behind: pa.Table | None, behind_at_0: 
                 "cost": cost,
             }
         )
-        per_group = rows.group_by([*KEYS, "group"]).aggregate([("cost", "sum")])
+        per_group = rows.group_by([*KEYS, "group"], use_threads=False).aggregate([("cost", "sum")])
         parts.append(_most(per_group, "cost_sum", "msgs", "msgs_group", None))
     if behind is not None and behind.num_rows:
         later = behind.filter(pc.greater(behind["phase"], 0))
         if behind_at_0 is not None and behind_at_0.num_rows:
-            was = behind_at_0.select(["strategy", "group"]).group_by(["strategy", "group"]).aggregate([])
-            later = later.join(was, ["strategy", "group"], join_type="left anti")
+            was = (
+                behind_at_0.select(["strategy", "group"])
+                .group_by(["strategy", "group"], use_threads=False)
+                .aggregate([])
+            )
+            later = later.join(was, ["strategy", "group"], join_type="left anti", use_threads=False)
         if later.num_rows:
             rows = later.select([*KEYS, "group", "lag_growth_msgs_per_s"]).cast(
                 pa.schema(
@@ -121,7 +125,7 @@ def step_costs(handover: pa.Table | None, behind: pa.Table | None, behind_at_0: 
         return STEP_COSTS.empty_table()
     joined = parts[0]
     for part in parts[1:]:
-        joined = joined.join(part, KEYS, join_type="full outer")
+        joined = joined.join(part, KEYS, join_type="full outer", use_threads=False)
     for name in STEP_COSTS.names:
         if name not in joined.column_names:
             joined = joined.append_column(name, pa.nulls(joined.num_rows, STEP_COSTS.field(name).type))
@@ -162,7 +166,7 @@ def snapshot_stranded(group_metrics_at_0: pa.Table) -> pa.Table:
     rows = group_metrics_at_0.filter(
         pc.greater(pc.fill_null(group_metrics_at_0["stranded_msgs_per_s"], 0.0), 0.0)
     )
-    per = rows.group_by(["topic", "group"]).aggregate([("stranded_msgs_per_s", "max")])
+    per = rows.group_by(["topic", "group"], use_threads=False).aggregate([("stranded_msgs_per_s", "max")])
     per = per.rename_columns({"stranded_msgs_per_s_max": "stranded_msgs_per_s"})
     order = [("stranded_msgs_per_s", "descending"), ("topic", "ascending"), ("group", "ascending")]
     return per.select(SNAPSHOT_STRANDED.names).cast(SNAPSHOT_STRANDED).sort_by(order)
