@@ -11,7 +11,7 @@ began too, so the last commit before an event early in a scenario is still one p
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,18 +22,18 @@ SALTS = ("rebalance", "route", "commit")
 Seconds = np.ndarray | float  # per client, or one for all
 
 
-def unit(seeds: Sequence[int], salt: str, client_ids: Sequence[str]) -> np.ndarray:
+def unit(seeds: Sequence[int] | np.ndarray, salt: str, client_ids: Sequence[str] | np.ndarray) -> np.ndarray:
     """U(salt, c) per client, each with its scenario's seed: a fraction in [0, 1)."""
-    seeds, client_ids = list(seeds), list(client_ids)
+    seeds, client_ids = np.asarray(seeds), np.asarray(client_ids, dtype=object)
     out = np.empty(len(client_ids))
-    distinct = set(seeds)
-    for seed in distinct:
-        where = range(len(seeds)) if len(distinct) == 1 else [i for i, s in enumerate(seeds) if s == seed]
-        out[where] = _hashed(f"{seed}:{salt}:".encode(), [client_ids[i] for i in where])
+    distinct = np.unique(seeds)
+    for seed in distinct.tolist():
+        where = slice(None) if len(distinct) == 1 else np.flatnonzero(seeds == seed)
+        out[where] = _hashed(f"{seed}:{salt}:".encode(), client_ids[where])
     return out
 
 
-def _hashed(prefix: bytes, client_ids: list[str]) -> np.ndarray:
+def _hashed(prefix: bytes, client_ids: Iterable[str]) -> np.ndarray:
     """U of each client id after ``prefix`` ("seed:salt:")."""
     # hashlib has no vector form: one digest per client, each a copy of a hasher that has read the
     # prefix (a third of the cost of starting one); the digests read at once as big-endian

@@ -156,15 +156,15 @@ def _units(
     key = seed_code * p.codes.n_c + client
     anyone = np.logical_or.reduce([read[salt] for salt in SALTS])
     keys, first, back = np.unique(key[anyone], return_index=True, return_inverse=True)
-    ids = take(p.batch.client_ids, flat[anyone][first]).to_pylist()
-    of = seeds[keys // p.codes.n_c].tolist()
+    ids = np.asarray(take(p.batch.client_ids, flat[anyone][first]).to_pylist(), dtype=object)
+    of = seeds[keys // p.codes.n_c]
     out = {}
     for salt in SALTS:
         wanted = np.zeros(len(keys), dtype=bool)
         wanted[back[read[salt][anyone]]] = True
         k = np.flatnonzero(wanted)
         units = np.zeros(len(keys))
-        units[k] = unit([of[i] for i in k], salt, [ids[i] for i in k])
+        units[k] = unit(of[k], salt, ids[k])
         out[salt] = np.zeros(len(key))
         out[salt][anyone] = units[back]
     return out
