@@ -67,14 +67,32 @@ def _pairs(units: pd.DataFrame, written: np.ndarray | None = None) -> pd.DataFra
     """(before unit, after unit) for consecutive phases, and phase 0 against the scenario's last.
     A run's phase 0 alone (a last phase of 0) is compared with itself: the movement row a later
     phase that leaves the (topic, group) untouched repeats (docs/CONTRACT.md, section 4)."""
-    both = units.merge(units, on="entity", suffixes=("_a", "_b"))
-    consecutive = both.phase_b == both.phase_a + 1
-    whole = (both.phase_a == 0) & (both.phase_b == both.last_b) & ((both.last_b >= 2) | (both.last_b == 0))
+    entity, phase, last = units.entity.to_numpy(), units.phase.to_numpy(), units["last"].to_numpy()
+    g, s = units.g.to_numpy(), units.s.to_numpy()
+    # Every (a, b) of one entity's units: each of them as a, against each in turn as b.
+    order = np.argsort(entity, kind="stable")
+    _, first, size = runs_of(entity[order])
+    each = np.repeat(size, size)
+    a = np.repeat(order, each)
+    b = order[runs(np.repeat(first, size), each)]
+    consecutive = phase[b] == phase[a] + 1
+    whole = (phase[a] == 0) & (phase[b] == last[b]) & ((last[b] >= 2) | (last[b] == 0))
     wanted = consecutive | whole
     if written is not None:
-        wanted &= written[both.g_b.to_numpy()]
-    pairs = both[wanted][["u_a", "u_b", "g_a", "g_b", "s_b", "phase_a", "phase_b"]]
-    return pairs.reset_index(drop=True).rename_axis("p").reset_index()
+        wanted &= written[g[b]]
+    a, b = a[wanted], b[wanted]
+    by_a = np.lexsort((b, a))  # a merge's order: by the before unit, then the after
+    a, b = a[by_a], b[by_a]
+    columns = {
+        "u_a": a,
+        "u_b": b,
+        "g_a": g[a],
+        "g_b": g[b],
+        "s_b": s[b],
+        "phase_a": phase[a],
+        "phase_b": phase[b],
+    }
+    return pd.DataFrame({"p": np.arange(len(a), dtype=_I64), **columns})
 
 
 @dataclass(frozen=True)
