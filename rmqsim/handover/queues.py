@@ -78,7 +78,10 @@ def costs(r: Readers, q: Queues) -> Costs:
     queue = np.concatenate([np.arange(n), r.queue[moves]])
     at = np.concatenate([q.event, np.where(only_after[moves], start[moves], stop[moves])])
     step = np.concatenate([np.zeros(n, np.int64), np.where(only_after[moves], 1, -1)])
-    order = np.lexsort((step, at, queue))
+    # By queue, time, then step: one sort of an integer key, nearly in order already (the readers
+    # come by queue), a fraction of a three-key lexsort's time.
+    _, rank = np.unique(at, return_inverse=True)
+    order = np.argsort((queue * (int(rank.max(initial=0)) + 1) + rank) * 3 + step + 1, kind="stable")
     queue, at, step = queue[order], at[order], step[order]
     first = np.flatnonzero(np.r_[True, queue[1:] != queue[:-1]])
     n_before = np.bincount(r.queue[r.before], minlength=n)
