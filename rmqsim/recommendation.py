@@ -141,16 +141,12 @@ def _blamed(group_metrics: pa.Table) -> pa.Table:
 
 def _stranded_per_group(group_metrics: pa.Table) -> pa.Table:
     """Per group, the most messages per second and backlog a phase after the snapshot strands in
-    one of its topics, and the advice where a step strands more than the snapshot did."""
-    per_topic = group_metrics.group_by(RUN, use_threads=False).aggregate(
-        [("stranded_msgs_per_s", "max"), ("stranded_backlog", "max")]
-    )
-    per_topic = per_topic.rename_columns(
-        {"stranded_msgs_per_s_max": "stranded_msgs_per_s", "stranded_backlog_max": "stranded_backlog"}
-    )
+    one of its topics, and the advice where a step strands more than the snapshot did. A topic's
+    most over its phases' strategies is its most over its phases of each phase's most over them:
+    stranded_more takes it from the rows as they are."""
     figures = [f for f, _ in MERGED["stranded"]]
     out = (
-        stranded_more(per_topic, ["group", "scenario", "topic"])
+        stranded_more(group_metrics, ["group", "scenario", "topic"])
         .group_by("group", use_threads=False)
         .aggregate([(f, "max") for f in figures])
     )
