@@ -434,8 +434,8 @@ def phased_changes(
     first_pairs, nobody = touched.pairs(tables.consumers), tables.consumers.slice(0, 0)
     for scenario in scenarios:
         snaps = phase_snapshots(_local(tables, scenario), scenario)
-        cut = touched.restricted(snaps, scenario, first_pairs)
         same = [lists_known and s.consumers is tables.consumers and s.groups is tables.groups for s in snaps]
+        cut = touched.restricted(snaps, scenario, first_pairs, consumers=not all(same))
         runs.append(
             (scenario.name, [replace(p, consumers=nobody) if k else p for p, k in zip(cut.phases, same)])
         )

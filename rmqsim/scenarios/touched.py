@@ -136,11 +136,14 @@ class Restricted:
     touched: pa.Table  # TOUCHED
 
 
-def restricted(phases: list[Snapshot], scenario: sc.Scenario, first_pairs: pa.Table) -> Restricted:
+def restricted(
+    phases: list[Snapshot], scenario: sc.Scenario, first_pairs: pa.Table, *, consumers: bool = True
+) -> Restricted:
     """``phases`` (apply.phase_snapshots) with every phased table cut to the groups the scenario
     touches by its last phase and the topics they read or it touches; every broker stays (they
     are few). The rows of one phase's tables come out as that phase's tables would give them.
-    ``first_pairs``: pairs(phase 0's consumers), the same for every scenario."""
+    ``first_pairs``: pairs(phase 0's consumers), the same for every scenario. ``consumers``
+    False: the consumers rows are left whole (the caller has their client lists already)."""
     changes = touched(phases, scenario)
     known = first_pairs  # every (topic, group) of phases 0..k
     parts = []
@@ -169,7 +172,7 @@ def restricted(phases: list[Snapshot], scenario: sc.Scenario, first_pairs: pa.Ta
     listed = pa.concat_tables(parts) if parts else TOUCHED.empty_table()
     groups, topics = cut_groups(listed), _union(listed["topic"])
     cache: dict[int, pa.Table] = {}
-    cut = [_cut(snap, topics, groups, cache) for snap in phases]
+    cut = [_cut(snap, topics, groups, cache, consumers) for snap in phases]
     return Restricted(cut, listed)
 
 
@@ -179,8 +182,11 @@ def cut_groups(listed: pa.Table) -> pa.Array:
     return _union(listed["group"])
 
 
-def _cut(snap: Snapshot, topics: pa.Array, groups: pa.Array, cache: dict[int, pa.Table]) -> Snapshot:
-    """``snap``'s phased tables cut; a table phases share stays shared (``cache``, by identity)."""
+def _cut(
+    snap: Snapshot, topics: pa.Array, groups: pa.Array, cache: dict[int, pa.Table], consumers: bool
+) -> Snapshot:
+    """``snap``'s phased tables cut (its consumers only if ``consumers``); a table phases share
+    stays shared (``cache``, by identity)."""
 
     def of(table: pa.Table | None, column: str, names: pa.Array) -> pa.Table | None:
         if table is None:
@@ -193,7 +199,7 @@ def _cut(snap: Snapshot, topics: pa.Array, groups: pa.Array, cache: dict[int, pa
     return replace(
         snap,
         topic_queues=of(snap.topic_queues, "topic", topics),
-        consumers=of(snap.consumers, "group", groups),
+        consumers=of(snap.consumers, "group", groups) if consumers else snap.consumers,
         groups=of(snap.groups, "group", groups),
         producers=of(snap.producers, "topic", topics),
     )
