@@ -197,7 +197,7 @@ def build_group_routes(
             by=by,
         )
         if as_snapshot:
-            clients = _in_phase_order(stacked(clients, *known.of(as_snapshot, listed)))
+            clients = _in_phase_order(clients, known.of(as_snapshot, listed), as_snapshot)
         some_capacity = capacities and _some_capacity(clients)
         snapshot_clients = None
         if not elements and len(runs) == 1 and not runs[0].steps:
@@ -259,10 +259,14 @@ def build_group_routes(
     )
 
 
-def _in_phase_order(clients: pa.Table) -> pa.Table:
-    """Client lists as routes.client_lists orders them: by scenario and phase, then (as each
-    phase's come) by topic and group."""
-    return clients.sort_by([("scenario", "ascending"), ("phase", "ascending")])
+def _in_phase_order(clients: pa.Table, known: list[pa.Table], keys: list[tuple[str, int]]) -> pa.Table:
+    """Client lists built (``clients``) and taken from phase 0's (``known``, of ``keys``) as
+    routes.client_lists orders them: by scenario and phase, then (as each phase's come) by topic
+    and group. Where every list is taken, in order, they are in order already."""
+    together = stacked(clients, *known)
+    if not clients.num_rows and keys == sorted(keys):
+        return together
+    return together.sort_by([("scenario", "ascending"), ("phase", "ascending")])
 
 
 def _some_capacity(clients: pa.Table) -> bool:
