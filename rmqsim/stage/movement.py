@@ -164,13 +164,15 @@ class Owners:
             n_q,
         )
 
-    def signature(self, unit: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(size, min, max, set) of the owners of (unit, queue); size 0 where none."""
+    def signature(
+        self, unit: np.ndarray, q: np.ndarray, *, size_only: bool = False
+    ) -> tuple[np.ndarray, ...]:
+        """(size, min, max, set) of the owners of (unit, queue); size 0 where none (``size_only``:
+        (size,)). A figure 0 for every set is not looked up: the set's code, but where a queue has
+        more than two owners."""
         at, hit = lookup_sorted(self.set_key, unit * self.n_q + q)
-        return tuple(
-            np.where(hit, v[at], 0) if len(v) else np.zeros(len(unit), _I64)
-            for v in (self.size, self.smallest, self.largest, self.exact)
-        )
+        wanted = (self.size,) if size_only else (self.size, self.smallest, self.largest, self.exact)
+        return tuple(np.where(hit, v[at], 0) if v.any() else np.zeros(len(unit), _I64) for v in wanted)
 
 
 @dataclass(frozen=True)
@@ -349,7 +351,7 @@ def _min_moves(c: Compared, moved: np.ndarray, in_both: np.ndarray) -> tuple[np.
     # Where the after assignment leaves a queue with no owner or two (CONFIG, MACHINE_ROOM, duplicate
     # client ids), it is no one-owner assignment to measure against: min_moves is null there.
     p_b = common.pair_after
-    after_all = owners.signature(u_b[p_b], common.queue_after)[0]
+    after_all = owners.signature(u_b[p_b], common.queue_after, size_only=True)[0]
     odd = np.bincount(p_b, weights=after_all != 1, minlength=n_pairs) > 0
     return min_moves, odd & ~listens[g_b]
 
