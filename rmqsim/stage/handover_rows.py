@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rmqsim import schemas
-from rmqsim.arrays import lookup_sorted, runs, take, union_sorted
+from rmqsim.arrays import as_objects, lookup_sorted, runs, take, union_sorted
 from rmqsim.handover.clocks import SALTS, Clocks, unit
 from rmqsim.handover.notice import HOST_LOSS, NOTIFY, ROUTES, applied_at
 from rmqsim.handover.queues import CRASHED, PRESENT, Queues, Readers, costs
@@ -156,7 +156,7 @@ def _units(
     key = seed_code * p.codes.n_c + client
     anyone = np.logical_or.reduce([read[salt] for salt in SALTS])
     keys, first, back = np.unique(key[anyone], return_index=True, return_inverse=True)
-    ids = np.asarray(take(p.batch.client_ids, flat[anyone][first]).to_pylist(), dtype=object)
+    ids = as_objects(take(p.batch.client_ids, flat[anyone][first]))
     of = seeds[keys // p.codes.n_c]
     out = {}
     for salt in SALTS:
